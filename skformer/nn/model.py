@@ -1,0 +1,206 @@
+"""The exact Lloyd transformer: one layer of hand-set hard attention per iteration.
+
+Dimension legend: ``b`` batch, ``n`` points, ``k`` clusters, ``d`` features,
+``e`` token width.
+
+Every model in skformer honours one contract, the single clustering step
+``step(x, c) -> c_new`` on ``x`` of shape (b, n, d) and ``c`` of shape (b, k, d):
+embed the points and the centres, run the layer, read out the first ``d`` coordinates
+of the centre tokens. Iterating is a loop over ``step``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+from .embedding import decode_index, embed_centres, embed_points
+from .layer import EMPTY_RULES, centre_flag_column, exact_lloyd_layer
+
+__all__ = ["PATHS", "ExactLloydModel", "LloydStep", "nearest_centre"]
+
+PATHS = ("dense", "fused")
+
+# Rows of points per chunk in the fused path: a (b, rows, k) distance block holds
+# about this many elements.
+_FUSED_BLOCK = 2**20
+
+
+class LloydStep(NamedTuple):
+    """Result of one step of the exact model."""
+
+    centres: torch.Tensor
+    """Updated centres, shape (b, k, d)."""
+    labels: torch.Tensor
+    """Index of the centre each point was assigned to (before the update), shape (b, n)."""
+
+
+def nearest_centre(
+    x: torch.Tensor, c: torch.Tensor, *, chunk_rows: int | None = None
+) -> torch.Tensor:
+    """Index of the nearest centre of every point, lowest index on ties.
+
+    Uses ``argmin_j (|c_j|^2 - 2 x.c_j)`` (the ``|x|^2`` term is the same for every
+    centre), one matrix product per chunk of points, as scikit-learn does.
+
+    Parameters
+    ----------
+    x : Tensor of shape (b, n, d)
+    c : Tensor of shape (b, k, d)
+    chunk_rows : int, default=None
+        Points per chunk; by default about ``2**20 / k``.
+
+    Returns
+    -------
+    LongTensor of shape (b, n)
+
+    Examples
+    --------
+    >>> import torch
+    >>> x = torch.tensor([[[0.0], [0.9], [2.0]]]); c = torch.tensor([[[0.0], [1.0]]])
+    >>> nearest_centre(x, c)
+    tensor([[0, 1, 1]])
+    """
+    k = c.shape[-2]
+    rows = chunk_rows or max(1, _FUSED_BLOCK // max(k * x.shape[0], 1))
+    c_sq = c.square().sum(-1).unsqueeze(-2)
+    c_t = c.transpose(-1, -2)
+    out = torch.empty(x.shape[:-1], dtype=torch.long, device=x.device)
+    for s in range(0, x.shape[-2], rows):
+        xc = x[:, s : s + rows]
+        out[:, s : s + rows] = torch.baddbmm(c_sq, xc, c_t, alpha=-2.0).argmin(-1)
+    return out
+
+
+class ExactLloydModel(nn.Module):
+    """A transformer whose every layer is exactly one iteration of Lloyd's algorithm.
+
+    Parameters
+    ----------
+    n_features : int
+        Data dimension ``d``.
+    n_clusters : int
+        Number of centres ``k``.
+    embedding : {"binary", "onehot"}, default="binary"
+        Cluster-index embedding: token width ``d + ceil(log2 k)`` (BN) or ``d + k``
+        (OH), plus one type flag when ``empty="keep"``.
+    path : {"fused", "dense"}, default="fused"
+        ``"dense"`` runs the literal attention layer (O(n^2) time for the
+        points-to-points attention, memory chunked). ``"fused"`` uses what hard
+        attention with these weights computes: A2 and A4 subtract the previous
+        scratch and centre, A1 is the nearest centre, A3 a (weighted) mean per
+        cluster; O(n k d) time and O(chunk k) extra memory. Both give the same
+        result.
+    empty : {"keep", "paper"}, default="keep"
+        What an empty cluster's centre becomes; see :func:`exact_lloyd_layer`.
+        The fused path implements ``"keep"`` only.
+    tie_break : {"first", "average"}, default="first"
+        Assignment tie rule; the fused path implements ``"first"`` only.
+
+    Examples
+    --------
+    >>> import torch
+    >>> x = torch.tensor([[[0.0], [1.0], [9.0], [11.0]]], dtype=torch.float64)
+    >>> c = torch.tensor([[[0.0], [9.0]]], dtype=torch.float64)
+    >>> model = ExactLloydModel(1, 2, path="dense")
+    >>> model.step(x, c)
+    tensor([[[ 0.5000],
+             [10.0000]]], dtype=torch.float64)
+    """
+
+    def __init__(
+        self,
+        n_features: int,
+        n_clusters: int,
+        *,
+        embedding: str = "binary",
+        path: str = "fused",
+        empty: str = "keep",
+        tie_break: str = "first",
+    ) -> None:
+        super().__init__()
+        if path not in PATHS:
+            raise ValueError(f"path must be one of {PATHS}, got {path!r}.")
+        if empty not in EMPTY_RULES:
+            raise ValueError(f"empty must be one of {EMPTY_RULES}, got {empty!r}.")
+        if path == "fused" and (empty != "keep" or tie_break != "first"):
+            raise ValueError(
+                "The fused path implements empty='keep' and tie_break='first' only; "
+                "use path='dense' for the paper's verbatim rules."
+            )
+        self.n_features = n_features
+        self.n_clusters = n_clusters
+        self.embedding = embedding
+        self.path = path
+        self.empty = empty
+        self.tie_break = tie_break
+        self.layer = exact_lloyd_layer(
+            n_features, n_clusters, embedding=embedding, empty=empty, tie_break=tie_break
+        )
+
+    def forward(
+        self, x: torch.Tensor, c: torch.Tensor, sample_weight: torch.Tensor | None = None
+    ) -> LloydStep:
+        """One Lloyd iteration.
+
+        Parameters
+        ----------
+        x : Tensor of shape (b, n, d)
+        c : Tensor of shape (b, k, d)
+        sample_weight : Tensor of shape (b, n), default=None
+            Non-negative point weights; the centre update is the weighted mean.
+
+        Returns
+        -------
+        LloydStep
+            ``centres`` (b, k, d) and ``labels`` (b, n).
+        """
+        if x.shape[-1] != self.n_features or c.shape[-2:] != (self.n_clusters, self.n_features):
+            raise ValueError(
+                f"Expected x of shape (b, n, {self.n_features}) and c of shape "
+                f"(b, {self.n_clusters}, {self.n_features}), got {tuple(x.shape)} and "
+                f"{tuple(c.shape)}."
+            )
+        if self.path == "fused":
+            return self._fused(x, c, sample_weight)
+        return self._dense(x, c, sample_weight)
+
+    def step(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        """One clustering step: centres (b, k, d) from points (b, n, d) and centres."""
+        return self(x, c).centres
+
+    def _dense(self, x, c, sample_weight) -> LloydStep:
+        layer = self.layer.to(dtype=x.dtype, device=x.device)
+        points = embed_points(x, self.embedding, self.n_clusters)
+        centres = embed_centres(c, self.embedding)
+        if self.empty == "keep":
+            points = torch.cat([points, torch.zeros_like(points[..., :1])], dim=-1)
+            centres = torch.cat([centres, centre_flag_column(centres)], dim=-1)
+        out = layer(points, centres, sample_weight)
+        d = self.n_features
+        m = out.points.shape[-1] - d - (self.empty == "keep")
+        labels = decode_index(out.points[..., d : d + m], self.embedding, self.n_clusters)
+        return LloydStep(out.centres[..., :d], labels)
+
+    def _fused(self, x, c, sample_weight) -> LloydStep:
+        b, k, d = c.shape
+        labels = nearest_centre(x, c)
+        flat = (labels + k * torch.arange(b, device=x.device).unsqueeze(1)).reshape(-1)
+        if sample_weight is None:
+            weighted, w = x, x.new_ones(x.shape[:-1])
+        else:
+            w = sample_weight.to(x.dtype)
+            weighted = x * w.unsqueeze(-1)
+        sums = x.new_zeros(b * k, d).index_add_(0, flat, weighted.reshape(-1, d))
+        mass = x.new_zeros(b * k).index_add_(0, flat, w.reshape(-1))
+        sums, mass = sums.view(b, k, d), mass.view(b, k, 1)
+        centres = torch.where(mass > 0, sums / torch.where(mass > 0, mass, 1.0), c)
+        return LloydStep(centres, labels)
+
+    def extra_repr(self) -> str:
+        return (
+            f"n_features={self.n_features}, n_clusters={self.n_clusters}, "
+            f"embedding={self.embedding!r}, path={self.path!r}, empty={self.empty!r}"
+        )

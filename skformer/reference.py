@@ -1,0 +1,145 @@
+"""A plain NumPy Lloyd's algorithm: the oracle that tests and benchmarks trust.
+
+It is deliberately simple: squared distances summed literally
+(:func:`scipy.spatial.distance.cdist`), the lowest index wins ties, and a cluster whose
+points carry no weight keeps its previous centre.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+__all__ = ["LloydResult", "assign", "lloyd", "lloyd_step"]
+
+_BLOCK = 2**22  # elements of one (rows, k) distance block
+
+
+def assign(X: np.ndarray, centers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Nearest centre of every point and its squared distance.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    centers : ndarray of shape (k, d)
+
+    Returns
+    -------
+    labels : ndarray of shape (n,), int64
+        Index of the nearest centre, lowest index on ties.
+    sq_dist : ndarray of shape (n,)
+        Squared distance to that centre.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> assign(np.array([[0.0], [3.0]]), np.array([[1.0], [2.0]]))
+    (array([0, 1]), array([1., 1.]))
+    """
+    n, k = X.shape[0], centers.shape[0]
+    rows = max(1, _BLOCK // max(k, 1))
+    labels = np.empty(n, dtype=np.int64)
+    sq = np.empty(n, dtype=np.float64)
+    for s in range(0, n, rows):
+        dist = cdist(X[s : s + rows], centers, "sqeuclidean")
+        labels[s : s + rows] = dist.argmin(axis=1)
+        sq[s : s + rows] = dist[np.arange(dist.shape[0]), labels[s : s + rows]]
+    return labels, sq
+
+
+def lloyd_step(
+    X: np.ndarray, centers: np.ndarray, sample_weight: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """One Lloyd iteration.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    centers : ndarray of shape (k, d)
+    sample_weight : ndarray of shape (n,), default=None
+
+    Returns
+    -------
+    new_centers : ndarray of shape (k, d)
+        Weighted mean of each cluster; a cluster of zero total weight keeps its centre.
+    labels : ndarray of shape (n,)
+        The assignment to ``centers`` the means were taken over.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [1.0], [10.0]])
+    >>> lloyd_step(X, np.array([[0.0], [10.0], [50.0]]))[0].ravel()
+    array([ 0.5, 10. , 50. ])
+    """
+    X = np.asarray(X, dtype=np.float64)
+    centers = np.asarray(centers, dtype=np.float64)
+    w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, float)
+    labels, _ = assign(X, centers)
+    k = centers.shape[0]
+    mass = np.bincount(labels, weights=w, minlength=k)
+    sums = np.zeros_like(centers)
+    np.add.at(sums, labels, X * w[:, None])
+    new = centers.copy()
+    filled = mass > 0
+    new[filled] = sums[filled] / mass[filled, None]
+    return new, labels
+
+
+@dataclass(frozen=True)
+class LloydResult:
+    """Outcome of :func:`lloyd`."""
+
+    centers: np.ndarray
+    """Centres after the last iteration, shape (k, d)."""
+    labels: np.ndarray
+    """Assignment of the last iteration (to the centres before it), shape (n,)."""
+    inertia: np.ndarray
+    """Weighted k-means cost of the centres before each iteration and after the
+    last, shape (n_iter + 1,)."""
+    n_empty: int
+    """Number of (iteration, cluster) pairs where a cluster was empty."""
+
+
+def lloyd(
+    X: np.ndarray,
+    init: np.ndarray,
+    n_iter: int,
+    sample_weight: np.ndarray | None = None,
+) -> LloydResult:
+    """Run exactly ``n_iter`` Lloyd iterations from ``init`` (no early stop).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    init : ndarray of shape (k, d)
+    n_iter : int
+    sample_weight : ndarray of shape (n,), default=None
+
+    Returns
+    -------
+    LloydResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [1.0], [10.0], [12.0]])
+    >>> res = lloyd(X, X[[0, 1]], n_iter=3)
+    >>> res.centers.ravel(), res.labels
+    (array([ 0.5, 11. ]), array([0, 0, 1, 1]))
+    """
+    X = np.asarray(X, dtype=np.float64)
+    w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, float)
+    centers = np.array(init, dtype=np.float64)
+    labels = np.zeros(X.shape[0], dtype=np.int64)
+    costs, n_empty = [], 0
+    for _ in range(n_iter):
+        new, labels = lloyd_step(X, centers, w)
+        _, sq = assign(X, centers)
+        costs.append(float(w @ sq))
+        n_empty += int(np.sum(np.bincount(labels, weights=w, minlength=len(centers)) == 0))
+        centers = new
+    costs.append(float(w @ assign(X, centers)[1]))
+    return LloydResult(centers, labels, np.asarray(costs), n_empty)
