@@ -135,7 +135,8 @@ class KMeansLayer(nn.Module):
         if self.centre_keys_in_update:
             keys = torch.cat([points, centres], dim=-2)
             if point_weight is not None:
-                key_weight = torch.cat([point_weight, point_weight.new_ones(centres.shape[:-1])], -1)
+                ones = point_weight.new_ones(centres.shape[:-1])
+                key_weight = torch.cat([point_weight, ones], dim=-1)
         centres = (
             centres
             + self.centres_to_points(centres, keys, key_weight, generator=generator)

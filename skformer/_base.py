@@ -1,0 +1,403 @@
+"""The scikit-learn estimator base shared by skformer's clusterers.
+
+Everything a user sees mirrors :class:`sklearn.cluster.KMeans`: parameter names,
+fitted attributes, messages, the ``n_init`` and ``tol`` conventions. Subclasses only
+say which transformer makes the clustering steps (:meth:`_make_model`).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from abc import ABC, abstractmethod
+from numbers import Integral, Real
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    ClusterMixin,
+    TransformerMixin,
+    _fit_context,
+)
+from sklearn.cluster import kmeans_plusplus
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics.pairwise import euclidean_distances
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    _is_arraylike_not_scalar,
+    check_array,
+    check_is_fitted,
+    validate_data,
+)
+
+from .nn.model import nearest_centre
+
+logger = logging.getLogger("skformer")
+
+# Rows per chunk when labelling points against fitted centres on the CPU.
+_PREDICT_ROWS = 2**16
+
+
+class _Run(NamedTuple):
+    centers: torch.Tensor  # (k, d), on the fit device, in the centred frame
+    inertia: float
+    labels: np.ndarray  # (n,) assignment to ``centers``
+    n_iter: int
+
+
+def resolve_device(device: str | torch.device) -> torch.device:
+    """The torch device a ``device`` parameter names (``"auto"``: CUDA when present).
+
+    Examples
+    --------
+    >>> resolve_device("cpu")
+    device(type='cpu')
+    """
+    if isinstance(device, str) and device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device={device!r} is not a valid torch device.") from exc
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            f"device={device!r} was requested but CUDA is not available; "
+            "use device='cpu' or device='auto'."
+        )
+    return dev
+
+
+def labels_inertia(
+    X: np.ndarray, centers: np.ndarray, sample_weight: np.ndarray | None = None
+) -> tuple[np.ndarray, float]:
+    """Nearest centre of each row (float64 arithmetic, row by row) and the inertia.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    centers : ndarray of shape (k, d)
+    sample_weight : ndarray of shape (n,), default=None
+
+    Returns
+    -------
+    labels : ndarray of shape (n,), int32
+    inertia : float
+        ``sum_i w_i ||x_i - c_{label_i}||^2`` with the differences summed literally.
+    """
+    c = torch.from_numpy(np.asarray(centers, dtype=np.float64))[None]
+    labels = np.empty(X.shape[0], dtype=np.int32)
+    inertia = 0.0
+    for s in range(0, X.shape[0], _PREDICT_ROWS):
+        x = torch.tensor(X[s : s + _PREDICT_ROWS], dtype=torch.float64)[None]
+        lab = nearest_centre(x, c)[0]
+        sq = (x[0] - c[0, lab]).square().sum(-1)
+        if sample_weight is not None:
+            sq = sq * torch.from_numpy(np.asarray(sample_weight[s : s + _PREDICT_ROWS], float))
+        labels[s : s + _PREDICT_ROWS] = lab.numpy()
+        inertia += float(sq.sum())
+    return labels, inertia
+
+
+def _same_clustering(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two labelings are the same partition up to a renaming of clusters."""
+    pairs = np.unique(np.stack([a, b]), axis=1).shape[1]
+    return pairs == np.unique(a).size == np.unique(b).size
+
+
+def _tolerance(X: np.ndarray, tol: float) -> float:
+    """KMeans' relative tolerance: ``tol`` times the mean per-feature variance."""
+    return 0.0 if tol == 0 else float(np.mean(np.var(X, axis=0)) * tol)
+
+
+class BaseTransformerKMeans(
+    ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator, ABC
+):
+    """Common machinery of the transformer clusterers (not for direct use)."""
+
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "init": [StrOptions({"k-means++", "random"}), callable, "array-like"],
+        "n_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "verbose": ["verbose"],
+        "random_state": ["random_state"],
+        "device": [str, torch.device],
+    }
+
+    def __init__(
+        self, n_clusters, *, init, n_init, max_iter, tol, verbose, random_state, device
+    ):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
+        self.random_state = random_state
+        self.device = device
+
+    # -- what subclasses provide ------------------------------------------------------
+
+    @abstractmethod
+    def _make_model(self, n_features: int, device: torch.device, dtype: torch.dtype):
+        """The module whose ``forward(x, c, w)`` returns ``(centres, labels)``."""
+
+    # -- fitting ----------------------------------------------------------------------
+
+    def _check_params_vs_input(self, X: np.ndarray, default_n_init: int = 10) -> None:
+        if X.shape[0] < self.n_clusters:
+            raise ValueError(
+                f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}."
+            )
+        self._tol = _tolerance(X, self.tol)
+        if self.n_init == "auto":
+            fixed = _is_arraylike_not_scalar(self.init) or self.init == "k-means++"
+            self._n_init = 1 if fixed else default_n_init
+        else:
+            self._n_init = self.n_init
+        if _is_arraylike_not_scalar(self.init) and self._n_init != 1:
+            warnings.warn(
+                "Explicit initial center position passed: performing only one init in "
+                f"{self.__class__.__name__} instead of n_init={self._n_init}.",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            self._n_init = 1
+
+    def _validate_center_shape(self, X: np.ndarray, centers: np.ndarray) -> None:
+        if centers.shape[0] != self.n_clusters:
+            raise ValueError(
+                f"The shape of the initial centers {centers.shape} does not match "
+                f"the number of clusters {self.n_clusters}."
+            )
+        if centers.shape[1] != X.shape[1]:
+            raise ValueError(
+                f"The shape of the initial centers {centers.shape} does not match "
+                f"the number of features of the data {X.shape[1]}."
+            )
+
+    def _init_centroids(self, X, init, random_state, sample_weight) -> np.ndarray:
+        if isinstance(init, str) and init == "k-means++":
+            centers, _ = kmeans_plusplus(
+                X, self.n_clusters, sample_weight=sample_weight, random_state=random_state
+            )
+        elif isinstance(init, str) and init == "random":
+            seeds = random_state.choice(
+                X.shape[0],
+                size=self.n_clusters,
+                replace=False,
+                p=sample_weight / sample_weight.sum(),
+            )
+            centers = X[seeds]
+        elif callable(init):
+            centers = init(X, self.n_clusters, random_state=random_state)
+            centers = check_array(centers, dtype=X.dtype, copy=False, order="C")
+            self._validate_center_shape(X, centers)
+        else:
+            centers = init
+        return centers
+
+    def _single_run(self, model, x, w, centers) -> _Run:
+        """Iterate the model's steps from ``centers`` until convergence (KMeans' rules).
+
+        Stops at strict convergence (the assignment did not change) or when the
+        squared centre shift is within the relative tolerance, or after ``max_iter``.
+        """
+        c = centers.unsqueeze(0)
+        labels_old = None
+        for i in range(self.max_iter):
+            step = model(x, c, w)
+            shift = float((step.centres - c).square().sum())
+            c = step.centres
+            logger.info("Iteration %d, centre shift %.6g.", i, shift)
+            if labels_old is not None and torch.equal(step.labels, labels_old):
+                logger.info("Converged at iteration %d: strict convergence.", i)
+                break
+            if shift <= self._tol:
+                logger.info("Converged at iteration %d: centre shift within tolerance.", i)
+                break
+            labels_old = step.labels
+        c = c[0]
+        # labels and inertia for the final centres (the comparison between runs)
+        lab = nearest_centre(x, c.unsqueeze(0))[0]
+        sq = torch.cat(
+            [
+                (x[0, s : s + _PREDICT_ROWS] - c[lab[s : s + _PREDICT_ROWS]]).square().sum(-1)
+                for s in range(0, x.shape[1], _PREDICT_ROWS)
+            ]
+        )
+        inertia = float((sq * w[0]).sum()) if w is not None else float(sq.sum())
+        return _Run(c, inertia, lab.cpu().numpy(), i + 1)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, sample_weight=None):
+        """Compute the clustering.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training instances. Sparse matrices are refused (convert with
+            ``.toarray()``).
+        y : Ignored
+            Not used, present here for API consistency by convention.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the observations. ``sample_weight`` is not used
+            during initialization if ``init`` is a callable or a user provided array.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        _configure_logging(self.verbose)
+        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C")
+        self._check_params_vs_input(X)
+        random_state = check_random_state(self.random_state)
+        sample_weight = _check_sample_weight(
+            sample_weight, X, dtype=X.dtype, ensure_non_negative=True
+        )
+        device = resolve_device(self.device)
+        dtype = torch.float32 if X.dtype == np.float32 else torch.float64
+
+        init = self.init
+        if _is_arraylike_not_scalar(init):
+            init = check_array(init, dtype=X.dtype, copy=True, order="C")
+            self._validate_center_shape(X, init)
+
+        # Centre the data (a translation preserves the k-means problem) for accuracy.
+        X_mean = X.mean(axis=0)
+        Xc = X - X_mean
+        if _is_arraylike_not_scalar(init):
+            init = init - X_mean
+        x = torch.from_numpy(Xc).to(device).unsqueeze(0)
+        unit = bool(np.all(sample_weight == 1))
+        w = None if unit else torch.from_numpy(sample_weight).to(device).unsqueeze(0)
+        model = self._make_model(X.shape[1], device, dtype)
+
+        best: _Run | None = None
+        for _ in range(self._n_init):
+            centers_init = self._init_centroids(Xc, init, random_state, sample_weight)
+            logger.info("Initialization complete")
+            run = self._single_run(
+                model, x, w, torch.from_numpy(np.asarray(centers_init)).to(device, dtype)
+            )
+            if best is None or (
+                run.inertia < best.inertia and not _same_clustering(run.labels, best.labels)
+            ):
+                best = run
+
+        centers = best.centers.cpu().numpy() + X_mean
+        self.cluster_centers_ = centers.astype(X.dtype, copy=False)
+        self._n_features_out = self.cluster_centers_.shape[0]
+        self.labels_, self.inertia_ = labels_inertia(X, self.cluster_centers_, sample_weight)
+        self.n_iter_ = best.n_iter
+        distinct = np.unique(self.labels_).size
+        if distinct < self.n_clusters:
+            warnings.warn(
+                f"Number of distinct clusters ({distinct}) found smaller than "
+                f"n_clusters ({self.n_clusters}). Possibly due to duplicate points in X.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    # -- using the fitted centres ----------------------------------------------------
+
+    def _check_test_data(self, X):
+        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """Compute the clustering and return the cluster index of each sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : Ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        return self.fit(X, sample_weight=sample_weight).labels_
+
+    def predict(self, X):
+        """Index of the nearest fitted centre of each sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,), int32
+        """
+        check_is_fitted(self)
+        X = self._check_test_data(X)
+        return labels_inertia(X, self.cluster_centers_)[0]
+
+    def fit_transform(self, X, y=None, sample_weight=None):
+        """Compute the clustering and the distances of X to the centres.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : Ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_clusters)
+        """
+        return self.fit(X, sample_weight=sample_weight)._transform(self._check_test_data(X))
+
+    def transform(self, X):
+        """Euclidean distance of each sample to each fitted centre.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        X_new : ndarray of shape (n_samples, n_clusters)
+        """
+        check_is_fitted(self)
+        return self._transform(self._check_test_data(X))
+
+    def _transform(self, X):
+        return euclidean_distances(X, self.cluster_centers_)
+
+    def score(self, X, y=None, sample_weight=None):
+        """Opposite of the k-means objective of X against the fitted centres.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : Ignored
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        score : float
+        """
+        check_is_fitted(self)
+        X = self._check_test_data(X)
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype)
+        return -labels_inertia(X, self.cluster_centers_, sample_weight)[1]
+
+
+def _configure_logging(verbose) -> None:
+    """Show skformer's progress messages on stderr when ``verbose`` is set."""
+    if verbose and not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+    if verbose:
+        logger.setLevel(logging.INFO)
