@@ -1,0 +1,5 @@
+"""Run the command line with ``python -m skformer``."""
+
+from skformer.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,3 @@
+"""Version of the skformer package."""
+
+__version__ = "0.1.0"

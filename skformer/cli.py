@@ -1,0 +1,205 @@
+"""Command-line interface: ``skformer <command> [options]``.
+
+Commands
+--------
+demo
+    Cluster a scikit-learn bundled data set with :class:`skformer.ExactLloydTransformer`
+    and with :class:`sklearn.cluster.KMeans`, and print a comparison table.
+
+The parser is built from one sub-parser per command, so that later commands
+(``cluster``, ``pretrain``, ``bench``, ``probe``) plug in by adding a ``_add_<name>``
+function to :data:`_COMMANDS`. This module is the only place in skformer that prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from skformer._version import __version__
+
+DATASETS = ("iris", "wine", "breast_cancer", "digits")
+# Data sets whose features have very different scales are standardised before clustering.
+_STANDARDISED = frozenset({"wine", "breast_cancer"})
+
+
+class _Row(NamedTuple):
+    """One line of the demo table."""
+
+    method: str
+    inertia: float
+    ari: float
+    nmi: float
+    n_iter: int
+    fit_ms: float
+
+
+def _load_dataset(name: str):
+    """Return ``(X, y)`` for a scikit-learn bundled data set, standardised where useful."""
+    from sklearn import datasets
+    from sklearn.preprocessing import StandardScaler
+
+    loaders = {
+        "iris": datasets.load_iris,
+        "wine": datasets.load_wine,
+        "breast_cancer": datasets.load_breast_cancer,
+        "digits": datasets.load_digits,
+    }
+    X, y = loaders[name](return_X_y=True)
+    if name in _STANDARDISED:
+        X = StandardScaler().fit_transform(X)
+    return X, y
+
+
+def _timed_fit(estimator, X, y, method: str) -> _Row:
+    """Fit ``estimator`` on ``X`` and score its labels against the true labels ``y``."""
+    from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+
+    start = time.perf_counter()
+    estimator.fit(X)
+    fit_ms = 1000.0 * (time.perf_counter() - start)
+    labels = estimator.labels_
+    return _Row(
+        method=method,
+        inertia=float(estimator.inertia_),
+        ari=float(adjusted_rand_score(y, labels)),
+        nmi=float(normalized_mutual_info_score(y, labels)),
+        n_iter=int(estimator.n_iter_),
+        fit_ms=fit_ms,
+    )
+
+
+def _format_table(rows: Sequence[_Row]) -> str:
+    """Render rows as a fixed-width, right-aligned text table."""
+    header = ("method", "inertia", "ARI", "NMI", "n_iter", "fit [ms]")
+    cells = [
+        (r.method, f"{r.inertia:.4f}", f"{r.ari:.4f}", f"{r.nmi:.4f}", str(r.n_iter),
+         f"{r.fit_ms:.1f}")
+        for r in rows
+    ]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(header)]
+
+    def line(values: Sequence[str]) -> str:
+        first = values[0].ljust(widths[0])
+        rest = (v.rjust(w) for v, w in zip(values[1:], widths[1:], strict=True))
+        return "  ".join([first, *rest])
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(header), rule, *(line(c) for c in cells)])
+
+
+def _verdict(transformer: _Row, kmeans: _Row) -> str:
+    """One line comparing the transformer's inertia with KMeans'."""
+    if kmeans.inertia == 0.0:
+        ratio = 1.0 if transformer.inertia == 0.0 else float("inf")
+    else:
+        ratio = transformer.inertia / kmeans.inertia
+    if abs(ratio - 1.0) <= 1e-6:
+        word = "same objective as KMeans"
+    elif ratio < 1.0:
+        word = "lower objective than KMeans (a better local optimum)"
+    else:
+        word = "higher objective than KMeans (a worse local optimum)"
+    return f"inertia ratio transformer / KMeans = {ratio:.6f}: {word}."
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    """Compare ExactLloydTransformer with KMeans on one bundled data set."""
+    import numpy as np
+    from sklearn.cluster import KMeans
+
+    from skformer import ExactLloydTransformer
+
+    X, y = _load_dataset(args.dataset)
+    k = args.n_clusters if args.n_clusters is not None else len(np.unique(y))
+    n, d = X.shape
+    print(f"skformer {__version__} demo: dataset={args.dataset} n_samples={n} "
+          f"n_features={d} n_clusters={k} embedding={args.embedding} seed={args.seed}")
+
+    transformer = ExactLloydTransformer(
+        n_clusters=k, embedding=args.embedding, random_state=args.seed
+    )
+    kmeans = KMeans(n_clusters=k, random_state=args.seed, algorithm="lloyd")
+    try:
+        rows = [
+            _timed_fit(transformer, X, y, f"ExactLloydTransformer({args.embedding})"),
+            _timed_fit(kmeans, X, y, "KMeans(lloyd)"),
+        ]
+    except ValueError as exc:  # e.g. more clusters than samples
+        print(f"skformer demo: error: {exc}", file=sys.stderr)
+        return 2
+    print()
+    print(_format_table(rows))
+    print()
+    print(_verdict(rows[0], rows[1]))
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _add_demo(subparsers) -> None:
+    p = subparsers.add_parser(
+        "demo",
+        help="compare ExactLloydTransformer with KMeans on a bundled data set",
+        description=(
+            "Fit skformer.ExactLloydTransformer and sklearn.cluster.KMeans on a data set "
+            "bundled with scikit-learn and print inertia, ARI, NMI, iterations and fit time."
+        ),
+    )
+    p.add_argument("--dataset", choices=DATASETS, default="iris",
+                   help="data set to cluster (default: %(default)s); wine and breast_cancer "
+                        "are standardised")
+    p.add_argument("--n-clusters", type=_positive_int, default=None, metavar="K",
+                   help="number of clusters (default: the number of classes)")
+    p.add_argument("--embedding", choices=("binary", "onehot"), default="binary",
+                   help="cluster-index embedding of the transformer (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="random_state of both estimators (default: %(default)s)")
+    p.set_defaults(func=_run_demo)
+
+
+# Each entry adds one sub-command to the parser; later commands append here.
+_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_demo,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the ``skformer`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="skformer",
+        description="skformer: k-means clustering run by a transformer.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in _COMMANDS:
+        add(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``skformer`` command line and return its exit status.
+
+    Parameters
+    ----------
+    argv : sequence of str, default=None
+        Arguments without the program name; ``None`` reads ``sys.argv[1:]``.
+
+    Returns
+    -------
+    status : int
+        ``0`` on success. Invalid arguments exit through :class:`SystemExit` with status 2,
+        as :mod:`argparse` does.
+    """
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    return int(args.func(args))
