@@ -74,7 +74,7 @@ class ExactLloydTransformer(BaseTransformerKMeans):
         Number of iterations (transformer layers) run.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit. Defined only when X has feature names
         that are all strings.
 
