@@ -39,8 +39,9 @@ from .nn.model import nearest_centre
 
 logger = logging.getLogger("skformer")
 
-# Rows per chunk when labelling points against fitted centres on the CPU.
-_PREDICT_ROWS = 2**16
+# Rows per chunk when labelling points and summing their squared distances: small
+# enough that the float64 temporaries stay a few MiB whatever the data size.
+_ROWS = 2**13
 
 
 class _Run(NamedTuple):
@@ -72,6 +73,16 @@ def resolve_device(device: str | torch.device) -> torch.device:
     return dev
 
 
+def _assign_chunk(
+    x: torch.Tensor, c: torch.Tensor, w: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Nearest centre (b=1 tensors x (1, m, d), c (1, k, d)) and the weighted sum of
+    squared distances to it, the differences summed literally."""
+    lab = nearest_centre(x, c, chunk_rows=x.shape[1])[0]
+    sq = (x[0] - c[0, lab]).square().sum(-1)
+    return lab, (sq if w is None else sq * w).sum()
+
+
 def labels_inertia(
     X: np.ndarray, centers: np.ndarray, sample_weight: np.ndarray | None = None
 ) -> tuple[np.ndarray, float]:
@@ -88,18 +99,22 @@ def labels_inertia(
     labels : ndarray of shape (n,), int32
     inertia : float
         ``sum_i w_i ||x_i - c_{label_i}||^2`` with the differences summed literally.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> labels_inertia(np.array([[0.0], [3.0]]), np.array([[1.0], [4.0]]))
+    (array([0, 1], dtype=int32), 2.0)
     """
     c = torch.from_numpy(np.asarray(centers, dtype=np.float64))[None]
     labels = np.empty(X.shape[0], dtype=np.int32)
     inertia = 0.0
-    for s in range(0, X.shape[0], _PREDICT_ROWS):
-        x = torch.tensor(X[s : s + _PREDICT_ROWS], dtype=torch.float64)[None]
-        lab = nearest_centre(x, c)[0]
-        sq = (x[0] - c[0, lab]).square().sum(-1)
-        if sample_weight is not None:
-            sq = sq * torch.from_numpy(np.asarray(sample_weight[s : s + _PREDICT_ROWS], float))
-        labels[s : s + _PREDICT_ROWS] = lab.numpy()
-        inertia += float(sq.sum())
+    for s in range(0, X.shape[0], _ROWS):
+        x = torch.tensor(X[s : s + _ROWS], dtype=torch.float64)[None]
+        w = None if sample_weight is None else torch.tensor(sample_weight[s : s + _ROWS])
+        lab, part = _assign_chunk(x, c, None if w is None else w.to(torch.float64))
+        labels[s : s + _ROWS] = lab.numpy()
+        inertia += float(part)
     return labels, inertia
 
 
@@ -225,14 +240,13 @@ class BaseTransformerKMeans(
             labels_old = step.labels
         c = c[0]
         # labels and inertia for the final centres (the comparison between runs)
-        lab = nearest_centre(x, c.unsqueeze(0))[0]
-        sq = torch.cat(
-            [
-                (x[0, s : s + _PREDICT_ROWS] - c[lab[s : s + _PREDICT_ROWS]]).square().sum(-1)
-                for s in range(0, x.shape[1], _PREDICT_ROWS)
-            ]
-        )
-        inertia = float((sq * w[0]).sum()) if w is not None else float(sq.sum())
+        labels, parts = [], []
+        for s in range(0, x.shape[1], _ROWS):
+            ws = None if w is None else w[0, s : s + _ROWS]
+            lab, part = _assign_chunk(x[:, s : s + _ROWS], c.unsqueeze(0), ws)
+            labels.append(lab)
+            parts.append(part)
+        lab, inertia = torch.cat(labels), float(torch.stack(parts).sum())
         return _Run(c, inertia, lab.cpu().numpy(), i + 1)
 
     @_fit_context(prefer_skip_nested_validation=True)

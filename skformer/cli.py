@@ -5,6 +5,8 @@ Commands
 demo
     Cluster a scikit-learn bundled data set with :class:`skformer.ExactLloydTransformer`
     and with :class:`sklearn.cluster.KMeans`, and print a comparison table.
+bench
+    Run a benchmark, e.g. ``skformer bench exact --n 100000 --k 10 100``.
 
 The parser is built from one sub-parser per command, so that later commands
 (``cluster``, ``pretrain``, ``bench``, ``probe``) plug in by adding a ``_add_<name>``
@@ -169,8 +171,36 @@ def _add_demo(subparsers) -> None:
     p.set_defaults(func=_run_demo)
 
 
+# Benchmarks: name -> (module with a ``main(argv) -> int``, one-line help).
+_BENCHMARKS = {
+    "exact": (
+        "skformer.experiments.exact_vs_kmeans",
+        "ExactLloydTransformer (fused) against KMeans: time per iteration and peak memory",
+    ),
+}
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    import importlib
+
+    module = importlib.import_module(_BENCHMARKS[args.benchmark][0])
+    return int(module.main(args.options))
+
+
+def _add_bench(subparsers) -> None:
+    p = subparsers.add_parser(
+        "bench",
+        help="run a benchmark (skformer bench NAME --help for its options)",
+        description="Run one of skformer's benchmarks. "
+        + " ".join(f"'{name}': {text}." for name, (_, text) in _BENCHMARKS.items()),
+    )
+    p.add_argument("benchmark", choices=sorted(_BENCHMARKS))
+    p.add_argument("options", nargs=argparse.REMAINDER, help="options of the benchmark")
+    p.set_defaults(func=_run_bench)
+
+
 # Each entry adds one sub-command to the parser; later commands append here.
-_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_demo,)
+_COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (_add_demo, _add_bench)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,1 @@
+"""Benchmarks and probes that reproduce and extend the paper's measurements."""

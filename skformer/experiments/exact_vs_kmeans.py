@@ -1,0 +1,163 @@
+"""Benchmark: ExactLloydTransformer (fused path) against KMeans(algorithm="lloyd").
+
+Both estimators start from the same initial centres (``init`` array, ``n_init=1``,
+``tol=0``) and run the same Lloyd iterations; the time per iteration is the fit time
+divided by ``n_iter_`` (each fit stops on strict convergence or ``max_iter``). Both
+are timed in one process, alternating, and the medians over repetitions are compared
+as a ratio. Peak memory is measured in a fresh subprocess per fit as the growth of the peak
+resident set size during the fit, relative to ``X.nbytes``.
+
+Run it with ``python -m skformer.experiments.exact_vs_kmeans [--out FILE.json]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+__all__ = ["Record", "make_data", "measure", "peak_memory"]
+
+
+@dataclass(frozen=True)
+class Record:
+    """One benchmark configuration's results."""
+
+    n: int
+    d: int
+    k: int
+    dtype: str
+    iterations: int
+    kmeans_ms_per_iter: float
+    transformer_ms_per_iter: float
+    time_ratio: float
+    transformer_extra_memory_over_X: float | None
+    kmeans_extra_memory_over_X: float | None
+
+
+def make_data(n: int, d: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Uniform points in [0, 1]^d (float32) and k initial centres drawn from them.
+
+    Data without cluster structure keep Lloyd's algorithm moving, so both estimators
+    run the full ``max_iter`` iterations.
+    """
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, d), dtype=np.float32)
+    return X, X[rng.choice(n, k, replace=False)].copy()
+
+
+def _estimators(init: np.ndarray, max_iter: int):
+    from sklearn.cluster import KMeans
+
+    from skformer import ExactLloydTransformer
+
+    common = dict(init=init, n_init=1, max_iter=max_iter, tol=0.0)
+    return {
+        "kmeans": KMeans(len(init), algorithm="lloyd", **common),
+        "transformer": ExactLloydTransformer(len(init), path="fused", device="cpu", **common),
+    }
+
+
+def measure(n: int, d: int, k: int, *, max_iter: int = 10, reps: int = 5) -> tuple:
+    """Median milliseconds per iteration of KMeans and of the transformer, and the
+    iteration count."""
+    X, init = make_data(n, d, k)
+    times: dict[str, list[float]] = {"kmeans": [], "transformer": []}
+    iters = {}
+    for _ in range(reps + 1):  # the first round warms up
+        for name, est in _estimators(init, max_iter).items():
+            t = time.perf_counter()
+            est.fit(X)
+            times[name].append((time.perf_counter() - t) * 1e3 / est.n_iter_)
+            iters[name] = est.n_iter_
+    if iters["kmeans"] != iters["transformer"]:
+        raise RuntimeError(f"iteration counts differ: {iters}")
+    km, tr = (statistics.median(times[name][1:]) for name in ("kmeans", "transformer"))
+    return km, tr, iters["kmeans"]
+
+
+_MEMORY_CHILD = """
+import sys
+from skformer.experiments.exact_vs_kmeans import make_data, _estimators
+n, d, k, it = (int(a) for a in sys.argv[1:5])
+name = sys.argv[5]
+X, init = make_data(n, d, k)
+est = _estimators(init, it)[name]
+est.fit(X[:1000])  # import and initialise everything lazily loaded
+
+def status(field):
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith(field))
+
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # reset the peak resident set size (VmHWM) to the current one
+base = status("VmRSS:")
+est.fit(X)
+print((status("VmHWM:") - base) / X.nbytes)
+"""
+
+
+def peak_memory(n: int, d: int, k: int, name: str, max_iter: int = 10) -> float | None:
+    """Peak resident memory a fit adds, as a multiple of ``X.nbytes`` (Linux only).
+
+    Measured in a fresh interpreter: the peak resident set size (``VmHWM``, reset just
+    before the fit) minus the resident size before the fit.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    out = subprocess.run(
+        [sys.executable, "-c", _MEMORY_CHILD, str(n), str(d), str(k), str(max_iter), name],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="skformer bench exact", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--n", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--d", type=int, default=32)
+    parser.add_argument("--k", type=int, nargs="+", default=[10, 100])
+    parser.add_argument("--max-iter", type=int, default=10)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--no-memory", action="store_true", help="skip the memory runs")
+    parser.add_argument("--out", help="write the records as JSON to this file")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    print(f"# {platform.processor() or platform.machine()}, torch threads "
+          f"{torch.get_num_threads()}, median of {args.reps} reps after 1 warm-up")
+    print("| n | k | KMeans ms/iter | transformer ms/iter | ratio | extra memory / X "
+          "(transformer, KMeans) |")
+    print("|---|---|---|---|---|---|")
+    records = []
+    for n in args.n:
+        for k in args.k:
+            km, tr, iters = measure(n, args.d, k, max_iter=args.max_iter, reps=args.reps)
+            mem_t = mem_k = None
+            if not args.no_memory:
+                mem_t = peak_memory(n, args.d, k, "transformer", args.max_iter)
+                mem_k = peak_memory(n, args.d, k, "kmeans", args.max_iter)
+            rec = Record(n, args.d, k, "float32", iters, km, tr, tr / km, mem_t, mem_k)
+            records.append(rec)
+            mem = "n/a" if mem_t is None else f"{mem_t:.2f}x, {mem_k:.2f}x"
+            print(f"| {n:,} | {k} | {km:.2f} | {tr:.2f} | {tr / km:.2f} | {mem} |", flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump([asdict(r) for r in records], f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
