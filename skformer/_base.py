@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import warnings
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -269,7 +270,10 @@ class BaseTransformerKMeans(
         self : object
             Fitted estimator.
         """
-        _configure_logging(self.verbose)
+        with _verbose_logging(self.verbose):
+            return self._fit(X, sample_weight)
+
+    def _fit(self, X, sample_weight):
         X = validate_data(self, X, dtype=[np.float64, np.float32], order="C")
         self._check_params_vs_input(X)
         random_state = check_random_state(self.random_state)
@@ -407,11 +411,26 @@ class BaseTransformerKMeans(
         return -labels_inertia(X, self.cluster_centers_, sample_weight)[1]
 
 
-def _configure_logging(verbose) -> None:
-    """Show skformer's progress messages on stderr when ``verbose`` is set."""
-    if verbose and not logger.handlers:
+@contextmanager
+def _verbose_logging(verbose):
+    """Show skformer's progress messages on stderr while ``verbose`` is set.
+
+    Leaves the ``"skformer"`` logger as it found it, so a later ``verbose=0`` fit
+    is silent; a user who configures that logger themselves keeps their setup.
+    """
+    if not verbose:
+        yield
+        return
+    handler = None
+    if not logger.handlers and not logging.getLogger().handlers:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(message)s"))
         logger.addHandler(handler)
-    if verbose:
-        logger.setLevel(logging.INFO)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        if handler is not None:
+            logger.removeHandler(handler)

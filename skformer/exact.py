@@ -26,8 +26,11 @@ class ExactLloydTransformer(BaseTransformerKMeans):
 
     * a cluster that loses all its points **keeps its previous centre** (one extra
       type-flag coordinate lets the centre attend to itself, spec section 2.5),
-      where KMeans relocates it to a far-away point;
-    * a point equally near several centres goes to the lowest centre index.
+      where KMeans relocates it to a far-away point. The fit works on centred data,
+      so a kept centre comes back up to the rounding of that translation (an ulp);
+    * a point whose computed distances to several centres are equal goes to the
+      lowest centre index (as in KMeans; an exact tie in real arithmetic may be
+      broken differently by the rounding of each implementation).
 
     Parameters
     ----------
