@@ -42,13 +42,13 @@ logger = logging.getLogger("skformer")
 
 # Rows per chunk when labelling points and summing their squared distances: small
 # enough that the float64 temporaries stay a few MiB whatever the data size.
-_ROWS = 2**13
+_ROWS = 2**11
 
 
 class _Run(NamedTuple):
     centers: torch.Tensor  # (k, d), on the fit device, in the centred frame
-    inertia: float
-    labels: np.ndarray  # (n,) assignment to ``centers``
+    inertia: float | None  # None when not scored (a single run needs no comparison)
+    labels: np.ndarray | None  # (n,) assignment to ``centers``, or None
     n_iter: int
 
 
@@ -219,11 +219,13 @@ class BaseTransformerKMeans(
             centers = init
         return centers
 
-    def _single_run(self, model, x, w, centers) -> _Run:
+    def _single_run(self, model, x, w, centers, *, score: bool = True) -> _Run:
         """Iterate the model's steps from ``centers`` until convergence (KMeans' rules).
 
         Stops at strict convergence (the assignment did not change) or when the
         squared centre shift is within the relative tolerance, or after ``max_iter``.
+        With ``score``, also labels the points and computes the inertia of the final
+        centres, to compare runs.
         """
         c = centers.unsqueeze(0)
         labels_old = None
@@ -240,7 +242,8 @@ class BaseTransformerKMeans(
                 break
             labels_old = step.labels
         c = c[0]
-        # labels and inertia for the final centres (the comparison between runs)
+        if not score:
+            return _Run(c, None, None, i + 1)
         labels, parts = [], []
         for s in range(0, x.shape[1], _ROWS):
             ws = None if w is None else w[0, s : s + _ROWS]
@@ -303,7 +306,11 @@ class BaseTransformerKMeans(
             centers_init = self._init_centroids(Xc, init, random_state, sample_weight)
             logger.info("Initialization complete")
             run = self._single_run(
-                model, x, w, torch.from_numpy(np.asarray(centers_init)).to(device, dtype)
+                model,
+                x,
+                w,
+                torch.from_numpy(np.asarray(centers_init)).to(device, dtype),
+                score=self._n_init > 1,
             )
             if best is None or (
                 run.inertia < best.inertia and not _same_clustering(run.labels, best.labels)
