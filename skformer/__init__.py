@@ -5,9 +5,15 @@ Public API
 ExactLloydTransformer
     A scikit-learn clusterer whose fit runs a transformer with hand-set weights and
     hard attention that is exactly Lloyd's algorithm, one layer per iteration.
+LearnedKMeansModel
+    The trainable one-layer transformer whose forward pass is a clustering step.
+load_model, pretrain
+    The pretrained-model store: shipped weights, a user cache, pretraining on demand.
 """
 
 from ._version import __version__
 from .exact import ExactLloydTransformer
+from .nn.learned import LearnedKMeansModel
+from .store import load_model, pretrain
 
-__all__ = ["ExactLloydTransformer", "__version__"]
+__all__ = ["ExactLloydTransformer", "LearnedKMeansModel", "__version__", "load_model", "pretrain"]

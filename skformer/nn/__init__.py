@@ -6,6 +6,7 @@ This subpackage never imports scikit-learn: tensors in, tensors out.
 from .attention import DistanceAttention, distance_attention, sqdist
 from .embedding import decode_index, embed_centres, embed_points, index_codes, index_width
 from .layer import KMeansLayer, LayerOutput, exact_lloyd_layer
+from .learned import LearnedKMeansModel
 from .model import ExactLloydModel, LloydStep, nearest_centre
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "ExactLloydModel",
     "KMeansLayer",
     "LayerOutput",
+    "LearnedKMeansModel",
     "LloydStep",
     "decode_index",
     "distance_attention",

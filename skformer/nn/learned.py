@@ -1,0 +1,209 @@
+"""The learned k-means transformer: one soft-attention layer of eq. (4).
+
+Dimension legend: ``b`` batch, ``n`` points, ``k`` clusters, ``d`` features,
+``e`` token width (``d + m``, ``m`` index columns of the embedding).
+
+A single layer with inverse temperature ``gamma = 1``, softmax (or sparsemax) distance
+attention and biased projections, trained so that one forward pass is a good clustering
+step. It is tied to one ``(d, k)``. Every call of :meth:`LearnedKMeansModel.step`
+re-embeds: fresh point tokens ``[x ; 0]`` from the original points and fresh centre
+tokens ``[c ; code]`` from the current centres, so iterating steps is iterating a map
+``C -> F(X, C)`` on centres (the paper's re-embedding).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .embedding import EMBEDDINGS, embed_centres, embed_points, index_width
+from .layer import KMeansLayer
+
+__all__ = ["LearnedKMeansModel"]
+
+
+class LearnedKMeansModel(nn.Module):
+    """One trainable layer of eq. (4) that maps centres to better centres.
+
+    Parameters
+    ----------
+    n_features : int
+        Data dimension ``d``.
+    n_clusters : int
+        Number of centres ``k``.
+    embedding : {"binary", "onehot", "none"}, default="binary"
+        Cluster-index embedding: token width ``d + ceil(log2 k)``, ``d + k`` or ``d``.
+    gamma : float, default=1.0
+        Inverse temperature of the four attentions.
+    activation : {"softmax", "sparsemax"}, default="softmax"
+    bias : bool, default=True
+        Biases in the twelve projections.
+    dropout : float, default=0.01
+        Dropout on attention weights, in training mode only.
+
+    Examples
+    --------
+    >>> import torch
+    >>> model = LearnedKMeansModel.from_exact(2, 3, scale=4.0)
+    >>> x = torch.rand(5, 64, 2)            # (b, n, d)
+    >>> c = x[:, :3]                          # (b, k, d)
+    >>> model.step(x, c).shape
+    torch.Size([5, 3, 2])
+    >>> model.iterate(x, c, 4).shape          # (b, T + 1, k, d), step 0 = c
+    torch.Size([5, 5, 3, 2])
+    """
+
+    def __init__(
+        self,
+        n_features: int,
+        n_clusters: int,
+        *,
+        embedding: str = "binary",
+        gamma: float = 1.0,
+        activation: str = "softmax",
+        bias: bool = True,
+        dropout: float = 0.01,
+    ) -> None:
+        super().__init__()
+        if embedding not in EMBEDDINGS:
+            raise ValueError(f"embedding must be one of {EMBEDDINGS}, got {embedding!r}.")
+        if activation not in ("softmax", "sparsemax"):
+            raise ValueError(
+                f"activation must be 'softmax' or 'sparsemax', got {activation!r}."
+            )
+        self.n_features = n_features
+        self.n_clusters = n_clusters
+        self.embedding = embedding
+        self.gamma = gamma
+        self.activation = activation
+        self.bias = bias
+        self.dropout = dropout
+        width = n_features + index_width(embedding, n_clusters)
+        self.layer = KMeansLayer(
+            width, activation=activation, gamma=gamma, bias=bias, dropout=dropout
+        )
+
+    @property
+    def config(self) -> dict:
+        """Constructor arguments: ``LearnedKMeansModel(**model.config)`` rebuilds it."""
+        return {
+            "n_features": self.n_features,
+            "n_clusters": self.n_clusters,
+            "embedding": self.embedding,
+            "gamma": self.gamma,
+            "activation": self.activation,
+            "bias": self.bias,
+            "dropout": self.dropout,
+        }
+
+    @classmethod
+    def from_exact(
+        cls, n_features: int, n_clusters: int, *, scale: float = 4.0, **kwargs
+    ) -> LearnedKMeansModel:
+        """A model initialised at the exact construction, softened.
+
+        The projections are the block selectors of Theorem 2.1 with every query and key
+        matrix multiplied by ``scale`` (the attention's inverse temperature becomes
+        ``gamma * scale**2``) and zero biases. ``scale -> inf`` is Lloyd's algorithm;
+        a finite scale is a soft Lloyd step, a principled start for training.
+        Requires the ``"binary"`` or ``"onehot"`` embedding.
+
+        Parameters
+        ----------
+        n_features, n_clusters : int
+        scale : float, default=4.0
+        **kwargs
+            Other constructor arguments (``embedding``, ``gamma``, ...).
+        """
+        model = cls(n_features, n_clusters, **kwargs)
+        if model.embedding == "none":
+            raise ValueError("from_exact needs the 'binary' or 'onehot' embedding.")
+        d, e = n_features, model.layer.embed_dim
+        eye = torch.eye(e)
+        p_x, p_c = eye.clone(), eye.clone()
+        p_x[d:, d:] = 0.0
+        p_c[:d, :d] = 0.0
+        blocks = {
+            "points_to_centres": (p_x, p_x, p_c),
+            "points_to_points": (p_x, p_x, -p_c),
+            "centres_to_points": (p_c, p_c, p_x),
+            "centres_to_centres": (p_c, p_c, -p_x),
+        }
+        with torch.no_grad():
+            for name, (q, k, v) in blocks.items():
+                att = getattr(model.layer, name)
+                att.q_proj.weight.copy_(scale * q)
+                att.k_proj.weight.copy_(scale * k)
+                att.v_proj.weight.copy_(v)
+                for proj in (att.q_proj, att.k_proj, att.v_proj):
+                    if proj.bias is not None:
+                        proj.bias.zero_()
+        return model
+
+    def forward(
+        self, x: torch.Tensor, c: torch.Tensor, *, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        """One re-embedded clustering step.
+
+        Parameters
+        ----------
+        x : Tensor of shape (b, n, d)
+        c : Tensor of shape (b, k, d)
+        generator : torch.Generator, default=None
+            Source of the dropout masks in training mode.
+
+        Returns
+        -------
+        Tensor of shape (b, k, d)
+            The first ``d`` coordinates of the updated centre tokens.
+        """
+        if x.shape[-1] != self.n_features or c.shape[-2:] != (self.n_clusters, self.n_features):
+            raise ValueError(
+                f"Expected x of shape (b, n, {self.n_features}) and c of shape "
+                f"(b, {self.n_clusters}, {self.n_features}), got {tuple(x.shape)} and "
+                f"{tuple(c.shape)}."
+            )
+        points = embed_points(x, self.embedding, self.n_clusters)
+        centres = embed_centres(c, self.embedding)
+        out = self.layer(points, centres, generator=generator)
+        return out.centres[..., : self.n_features]
+
+    def step(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        """One clustering step: centres (b, k, d) from points (b, n, d) and centres."""
+        return self(x, c)
+
+    def iterate(
+        self, x: torch.Tensor, c: torch.Tensor, n_steps: int, *, reembed: bool = True
+    ) -> torch.Tensor:
+        """Several steps, re-embedded (the default) or by naive iteration of eq. (4).
+
+        Parameters
+        ----------
+        x : Tensor of shape (b, n, d)
+        c : Tensor of shape (b, k, d)
+        n_steps : int
+        reembed : bool, default=True
+            If True, each step rebuilds the tokens from ``x`` and the current centres.
+            If False, the layer is applied to its own output tokens (points and codes
+            as the layer left them), reading out the centres after each application.
+
+        Returns
+        -------
+        Tensor of shape (b, n_steps + 1, k, d)
+            The centres before the first step and after each step.
+        """
+        history = [c]
+        if reembed:
+            for _ in range(n_steps):
+                c = self(x, c)
+                history.append(c)
+        else:
+            points = embed_points(x, self.embedding, self.n_clusters)
+            centres = embed_centres(c, self.embedding)
+            for _ in range(n_steps):
+                points, centres = self.layer(points, centres)
+                history.append(centres[..., : self.n_features])
+        return torch.stack(history, dim=1)
+
+    def extra_repr(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in self.config.items())

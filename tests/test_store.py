@@ -1,0 +1,383 @@
+"""The model store: file format, integrity checks, cache, on-demand pretraining, CLI."""
+
+import json
+import logging
+import multiprocessing
+import os
+import struct
+
+import pytest
+import safetensors.torch
+import torch
+
+import skformer
+from skformer import store
+from skformer.cli import main
+from skformer.nn.learned import LearnedKMeansModel
+from skformer.store import ModelStoreError, load_model, pretrain, read_model, save_model
+from skformer.training import TrainingConfig
+
+TINY = dict(steps=3, eval_every=3, n_val_tasks=8, n_points=32)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    """Every test gets its own empty cache."""
+    monkeypatch.setenv("SKFORMER_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def tiny_on_demand(monkeypatch):
+    """On-demand pretraining with a tiny run; counts the calls of ``train``."""
+    calls = []
+    real_train = store.train
+
+    def counting_train(config, **kwargs):
+        calls.append(config)
+        return real_train(config, **kwargs)
+
+    monkeypatch.setattr(store, "_on_demand_config", _tiny_config)
+    monkeypatch.setattr(store, "train", counting_train)
+    return calls
+
+
+def _tiny_config(d, k, embedding, loss):
+    return TrainingConfig.fast(d, k, embedding=embedding, loss=loss, **TINY)
+
+
+def _model(seed=0):
+    model = LearnedKMeansModel(2, 3, embedding="binary")
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen))
+    return model
+
+
+def _tensor_data_offset(data: bytes) -> int:
+    (size,) = struct.unpack("<Q", data[:8])
+    return 8 + size
+
+
+# ----------------------------------------------------------------------------- format
+
+
+def test_save_read_round_trip(tmp_path):
+    model = _model()
+    cfg = TrainingConfig.fast(2, 3, **TINY)
+    path = save_model(tmp_path / "sub" / "m.safetensors", model, training_config=cfg,
+                      val_relative=0.93)
+    stored = read_model(path)
+    assert stored.path == path and not stored.model.training
+    expected = model.state_dict()
+    got = stored.model.state_dict()
+    assert list(got) == list(expected)
+    for name in expected:
+        assert torch.equal(got[name], expected[name])
+        assert got[name].device.type == "cpu"
+    x = torch.rand(4, 16, 2, generator=torch.Generator().manual_seed(1))
+    model.eval()
+    assert torch.equal(stored.model.step(x, x[:, :3]), model.step(x, x[:, :3]))
+    meta = stored.metadata
+    assert meta["format"] == "skformer-model" and meta["format_version"] == 1
+    assert meta["model_config"] == model.config
+    assert TrainingConfig.from_dict(meta["training_config"]) == cfg
+    assert meta["val_relative"] == 0.93
+    assert meta["package_version"] == skformer.__version__
+    assert meta["created"] and meta["content_hash"].startswith("sha256:")
+    assert list(tmp_path.joinpath("sub").iterdir()) == [path]  # no temporary files left
+    if hasattr(os, "fchmod"):
+        umask = os.umask(0)
+        os.umask(umask)
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_read_model_maps_to_cpu_and_defaults(tmp_path):
+    path = save_model(tmp_path / "m.safetensors", _model())
+    stored = read_model(path, map_location="cpu")
+    assert stored.metadata["training_config"] is None
+    assert stored.metadata["val_relative"] is None
+    assert all(p.device.type == "cpu" for p in stored.model.parameters())
+
+
+def test_corrupted_tensor_byte_is_detected(tmp_path):
+    path = save_model(tmp_path / "m.safetensors", _model())
+    data = bytearray(path.read_bytes())
+    data[_tensor_data_offset(bytes(data)) + 5] ^= 0xFF
+    path.write_bytes(bytes(data))
+    with pytest.raises(ModelStoreError, match="corrupted: content hash mismatch"):
+        read_model(path)
+
+
+def test_edited_metadata_is_detected(tmp_path):
+    path = save_model(tmp_path / "m.safetensors", _model(), val_relative=0.9)
+    stored = read_model(path)
+    meta = dict(stored.metadata, val_relative=0.1)  # a better score than it earned
+    tensors = {k: v for k, v in stored.model.state_dict().items()}
+    safetensors.torch.save_file(tensors, path, metadata={"skformer": json.dumps(meta)})
+    with pytest.raises(ModelStoreError, match="content hash mismatch"):
+        read_model(path)
+
+
+def _write_bad(tmp_path, kind):
+    path = tmp_path / "bad.safetensors"
+    good = save_model(tmp_path / "good.safetensors", _model()).read_bytes()
+    tensors = {"w": torch.ones(2, 2)}
+    if kind == "truncated":
+        path.write_bytes(good[: len(good) - 10])
+    elif kind == "truncated header":
+        path.write_bytes(good[:20])
+    elif kind == "random":
+        path.write_bytes(os.urandom(256))
+    elif kind == "tiny":
+        path.write_bytes(b"abc")
+    elif kind == "no metadata":
+        safetensors.torch.save_file(tensors, path)
+    elif kind == "other metadata":
+        safetensors.torch.save_file(tensors, path, metadata={"format": "pt"})
+    elif kind in ("wrong format", "wrong version"):
+        meta = json.loads(safetensors.safe_open(tmp_path / "good.safetensors", "pt")
+                          .metadata()["skformer"])
+        if kind == "wrong format":
+            meta["format"] = "something-else"
+        else:
+            meta["format_version"] = 99
+        safetensors.torch.save_file(tensors, path, metadata={"skformer": json.dumps(meta)})
+    return path
+
+
+@pytest.mark.parametrize(
+    "kind, match",
+    [
+        ("truncated", "not a valid safetensors file|truncated"),
+        ("truncated header", "truncated"),
+        ("random", "not a safetensors file"),
+        ("tiny", "not a safetensors file"),
+        ("no metadata", "not a skformer model"),
+        ("other metadata", "not a skformer model"),
+        ("wrong format", "not a skformer model"),
+        ("wrong version", "format_version 99"),
+    ],
+)
+def test_bad_files_are_refused(tmp_path, kind, match):
+    with pytest.raises(ModelStoreError, match=match):
+        read_model(_write_bad(tmp_path, kind))
+
+
+def test_model_store_error_is_a_value_error():
+    assert issubclass(ModelStoreError, ValueError)
+
+
+def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    path = tmp_path / "m.safetensors"
+
+    def broken_fsync(fd):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(store.os, "fsync", broken_fsync)  # fails after the bytes are written
+    with pytest.raises(OSError, match="disk full"):
+        save_model(path, _model())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_failed_rewrite_keeps_the_old_file(tmp_path, monkeypatch):
+    path = save_model(tmp_path / "m.safetensors", _model(0), val_relative=0.5)
+
+    def broken_replace(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store.os, "replace", broken_replace)
+    with pytest.raises(KeyboardInterrupt):
+        save_model(path, _model(1), val_relative=0.7)
+    assert list(tmp_path.iterdir()) == [path]
+    assert read_model(path).metadata["val_relative"] == 0.5
+
+
+# ----------------------------------------------------------------------------- locations
+
+
+def test_cache_dir_precedence(monkeypatch, tmp_path):
+    monkeypatch.setenv("SKFORMER_CACHE_DIR", str(tmp_path / "a"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "b"))
+    assert store.cache_dir() == tmp_path / "a"
+    monkeypatch.delenv("SKFORMER_CACHE_DIR")
+    assert store.cache_dir() == tmp_path / "b" / "skformer"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert store.cache_dir() == tmp_path / "home" / ".cache" / "skformer"
+
+
+def test_model_filename():
+    assert store.model_filename(32, 10, "onehot", "ne") == "d32_k10_onehot_ne.safetensors"
+
+
+def test_missing_shipped_folder_is_an_empty_index(monkeypatch, tmp_path):
+    monkeypatch.setattr(store, "shipped_dir", lambda: tmp_path / "nowhere")
+    assert store.shipped_index() == []
+
+
+def test_shipped_weights_come_first(monkeypatch, tmp_path, _cache):
+    shipped = tmp_path / "weights"
+    path = save_model(shipped / "mine.safetensors", _model(0), val_relative=0.8)
+    (shipped / "index.json").write_text(json.dumps([store.index_entry(path) | {"loss": "l2"}]))
+    save_model(_cache / store.model_filename(2, 3), _model(1))
+    monkeypatch.setattr(store, "shipped_dir", lambda: shipped)
+    assert store.find_model(2, 3) == path
+    got = load_model(2, 3, pretrain=False)
+    assert torch.equal(got.state_dict()["layer.points_to_centres.q_proj.weight"],
+                       _model(0).state_dict()["layer.points_to_centres.q_proj.weight"])
+
+
+# ------------------------------------------------------------------ pretrain / load_model
+
+
+def test_pretrain_saves_to_the_cache(_cache):
+    model = pretrain(2, 3, **TINY)
+    assert isinstance(model, LearnedKMeansModel) and not model.training
+    stored = read_model(_cache / "d2_k3_binary_l2.safetensors")
+    assert stored.metadata["training_config"]["steps"] == 3
+    assert isinstance(stored.metadata["val_relative"], float)
+    assert stored.metadata["training"]["steps"] == 3
+    for name, value in model.state_dict().items():
+        assert torch.equal(stored.model.state_dict()[name], value)
+
+
+@pytest.mark.parametrize("embedding", ["onehot", "none"])
+def test_pretrain_without_saving(_cache, embedding):
+    model = pretrain(2, 3, embedding=embedding, loss="ne", save=False, **TINY)
+    assert model.config["embedding"] == embedding
+    assert not _cache.exists()
+
+
+def test_load_model_pretrains_once_then_reads_the_cache(tiny_on_demand, _cache, caplog):
+    with caplog.at_level(logging.INFO, logger="skformer"):
+        first = load_model(2, 3)
+    assert len(tiny_on_demand) == 1 and "pretraining on demand" in caplog.text
+    assert (_cache / "d2_k3_binary_l2.safetensors").is_file()
+    second = load_model(2, 3)
+    assert len(tiny_on_demand) == 1
+    for model in (first, second):
+        assert not model.training
+        assert all(p.requires_grad for p in model.parameters())
+    for name, value in first.state_dict().items():
+        assert torch.equal(second.state_dict()[name], value)
+
+
+def test_load_model_replaces_a_corrupted_cache_file(tiny_on_demand, _cache):
+    _cache.mkdir()
+    (_cache / "d2_k3_binary_l2.safetensors").write_bytes(b"garbage" * 10)
+    with pytest.raises(ModelStoreError, match="not a safetensors file"):
+        load_model(2, 3, pretrain=False)
+    with pytest.warns(UserWarning, match="Pretraining it again"):
+        load_model(2, 3)
+    assert len(tiny_on_demand) == 1
+    read_model(_cache / "d2_k3_binary_l2.safetensors")
+
+
+def test_load_model_without_pretraining_raises_lookup_error(tiny_on_demand):
+    with pytest.raises(LookupError, match=r"skformer pretrain --d 5 --k 7"):
+        load_model(5, 7, pretrain=False)
+    assert tiny_on_demand == []
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_features=0), "n_features must be an integer >= 1"),
+        (dict(n_features=2.5), "n_features must be an integer >= 1"),
+        (dict(n_clusters=True), "n_clusters must be an integer >= 1"),
+        (dict(embedding="gray"), "embedding must be one of"),
+        (dict(loss="l1"), "loss must be one of"),
+    ],
+)
+@pytest.mark.parametrize("func", [load_model, pretrain])
+def test_invalid_arguments(func, kwargs, match):
+    args = dict(n_features=2, n_clusters=3) | kwargs
+    with pytest.raises(ValueError, match=match):
+        func(args.pop("n_features"), args.pop("n_clusters"), **args)
+
+
+def test_invalid_preset():
+    with pytest.raises(ValueError, match="preset must be one of"):
+        pretrain(2, 3, preset="slow")
+
+
+def _concurrent_worker(cache, barrier, results):
+    """Run in a spawned process: tiny on-demand pretraining, counting training runs."""
+    os.environ["SKFORMER_CACHE_DIR"] = cache
+    calls = []
+    real_train = store.train
+
+    def counting_train(config, **kwargs):
+        calls.append(1)
+        return real_train(config, **kwargs)
+
+    store._on_demand_config = _tiny_config
+    store.train = counting_train
+    barrier.wait(timeout=120)
+    model = load_model(2, 3)
+    x = torch.rand(2, 16, 2, generator=torch.Generator().manual_seed(0))
+    out = model.step(x, x[:, :3])
+    results.put((len(calls), bool(torch.isfinite(out).all())))
+
+
+def test_concurrent_pretraining_leaves_one_valid_file(_cache, tiny_on_demand):
+    # This process and a spawned one ask for the same missing model at the same moment.
+    ctx = multiprocessing.get_context("spawn")
+    barrier, queue = ctx.Barrier(2), ctx.Queue()
+    child = ctx.Process(target=_concurrent_worker, args=(str(_cache), barrier, queue))
+    child.start()
+    try:
+        barrier.wait(timeout=120)
+        model = load_model(2, 3)
+        child_calls, child_ok = queue.get(timeout=120)
+    finally:
+        child.join(timeout=60)
+    assert child.exitcode == 0 and child_ok
+    assert sorted([len(tiny_on_demand), child_calls]) == [0, 1]  # trained once, read once
+    x = torch.rand(2, 16, 2, generator=torch.Generator().manual_seed(0))
+    assert torch.isfinite(model.step(x, x[:, :3])).all()
+    files = sorted(p.name for p in _cache.iterdir())
+    assert files == ["d2_k3_binary_l2.safetensors", "d2_k3_binary_l2.safetensors.lock"]
+    read_model(_cache / files[0])
+
+
+# ------------------------------------------------------------------------------------ CLI
+
+
+def test_cli_pretrain_to_file(tmp_path, capsys):
+    out = tmp_path / "m.safetensors"
+    argv = ["pretrain", "--d", "2", "--k", "3", "--steps", "3", "--out", str(out),
+            "--no-progress"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert str(out) in text and "relative validation loss" in text
+    stored = read_model(out)
+    assert stored.metadata["training_config"]["steps"] == 3
+
+
+def test_cli_pretrain_grid_to_cache(_cache, capsys, monkeypatch):
+    monkeypatch.setattr(store, "train", _tiny_train)
+    argv = ["pretrain", "--d", "1", "2", "--k", "2", "--no-progress", "--loss", "ne"]
+    assert main(argv) == 0
+    names = sorted(p.name for p in _cache.iterdir())
+    assert names == ["d1_k2_binary_ne.safetensors", "d2_k2_binary_ne.safetensors"]
+    assert capsys.readouterr().out.count("relative validation loss") == 2
+
+
+def _tiny_train(config, **kwargs):
+    from skformer.training import train
+
+    return train(TrainingConfig.from_dict(config.to_dict() | TINY), **kwargs)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["pretrain", "--k", "3"], ["pretrain", "--d", "0", "--k", "3"],
+     ["pretrain", "--d", "2", "--k", "3", "--preset", "slow"]],
+)
+def test_cli_pretrain_bad_arguments_exit_2(argv):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
