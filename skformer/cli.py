@@ -259,6 +259,10 @@ _BENCHMARKS = {
         "skformer.experiments.exact_vs_kmeans",
         "ExactLloydTransformer (fused) against KMeans: time per iteration and peak memory",
     ),
+    "pretrain": (
+        "skformer.experiments.pretrain_speed",
+        "seconds and relative validation loss of the on-demand pretraining preset",
+    ),
 }
 
 

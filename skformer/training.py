@@ -26,6 +26,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .losses import kmeans_cost, lloyd_step, smoothed_kmeans_loss
+from .nn.embedding import index_width
 from .nn.learned import LearnedKMeansModel
 from .tasks import TaskConfig, sample_tasks
 
@@ -69,7 +70,12 @@ class TrainingConfig:
         ``"random"``: PyTorch's default initialisation (the paper). ``"exact"``: the
         Theorem 2.1 weights softened by ``init_scale`` (see
         :meth:`LearnedKMeansModel.from_exact`).
-    init_scale : float, default=10.0
+    init_scale : float or None, default=None
+        Scale of the warm start's query and key matrices. None chooses it so that the
+        inverse temperature of A1 on squared distances, ``gamma * s**2 / sqrt(e)``, is
+        ``2000 / d``: in ``[0, 1]^d`` typical squared distances grow like ``d``, so the
+        softness relative to the data is the same for every ``d`` (a slightly softened
+        Lloyd step, relative loss just under 1 before any training).
     family, scale, isotropic, equal_weights :
         The task distribution (see :class:`skformer.tasks.TaskConfig`).
     seed : int, default=0
@@ -100,7 +106,7 @@ class TrainingConfig:
     gamma: float = 1.0
     dropout: float = 0.01
     init: str = "random"
-    init_scale: float = 10.0
+    init_scale: float | None = None
     family: str = "normal"
     scale: float = 0.1
     isotropic: bool = True
@@ -129,14 +135,12 @@ class TrainingConfig:
         """The on-demand preset: warm start from the exact construction, short run.
 
         Meant to beat one Lloyd step within about a minute on a 2-core CPU for
-        ``d <= 32`` and ``k <= 16``. The warm start at ``init_scale=10`` is already a
-        slightly softened Lloyd step (relative loss just under 1); Adam's first steps move
-        every weight by about ``lr``, so the learning rate is kept at 0.001 (0.003
-        undoes the warm start).
+        ``d <= 32`` and ``k <= 16``. The warm start is already a slightly softened Lloyd
+        step (relative loss just under 1); Adam's first steps move every weight by about
+        ``lr``, so the learning rate is kept at 0.001 (0.003 undoes the warm start).
         """
         params = dict(
             init="exact",
-            init_scale=10.0,
             n_points=256,
             steps=200,
             lr=0.001,
@@ -146,6 +150,13 @@ class TrainingConfig:
         )
         params.update(overrides)
         return cls(n_features, n_clusters, **params)
+
+    def warm_start_scale(self) -> float:
+        """The warm start's scale: ``init_scale``, or its automatic value."""
+        if self.init_scale is not None:
+            return self.init_scale
+        width = self.n_features + index_width(self.embedding, self.n_clusters)
+        return math.sqrt(2000.0 * math.sqrt(width) / (self.gamma * self.n_features))
 
     def task_config(self, **overrides) -> TaskConfig:
         """The training task distribution (``overrides`` change it, e.g. for probes)."""
@@ -209,7 +220,7 @@ def init_model(config: TrainingConfig, generator: torch.Generator) -> LearnedKMe
     with torch.random.fork_rng(devices=[]):  # module construction must not advance it
         if config.init == "exact":
             return LearnedKMeansModel.from_exact(
-                config.n_features, config.n_clusters, scale=config.init_scale, **kwargs
+                config.n_features, config.n_clusters, scale=config.warm_start_scale(), **kwargs
             )
         model = LearnedKMeansModel(config.n_features, config.n_clusters, **kwargs)
     with torch.no_grad():
