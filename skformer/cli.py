@@ -263,6 +263,10 @@ _BENCHMARKS = {
         "skformer.experiments.pretrain_speed",
         "seconds and relative validation loss of the on-demand pretraining preset",
     ),
+    "learning": (
+        "skformer.experiments.learning",
+        "the paper's learning findings: one-step loss, OH/BN convergence, multi-step",
+    ),
 }
 
 

@@ -67,6 +67,7 @@ __all__ = [
     "save_model",
     "shipped_dir",
     "shipped_index",
+    "write_index",
 ]
 
 FORMAT = "skformer-model"
@@ -399,6 +400,26 @@ def index_entry(path: str | os.PathLike) -> dict:
         "val_relative": meta.get("val_relative"),
         "training": meta.get("training"),
     }
+
+
+def write_index(folder: str | os.PathLike | None = None) -> Path:
+    """Write ``index.json`` for the model files of a folder (default: the shipped one).
+
+    Every ``*.safetensors`` file is read (so checked) and described by
+    :func:`index_entry`; the index is sorted by embedding, loss, ``d`` and ``k``.
+
+    Returns
+    -------
+    Path
+        The index file written.
+    """
+    folder = shipped_dir() if folder is None else Path(folder)
+    entries = [index_entry(p) for p in folder.glob("*.safetensors")]
+    entries.sort(key=lambda e: (e["embedding"], e["loss"] or "", e["n_features"],
+                                e["n_clusters"]))
+    path = folder / "index.json"
+    _atomic_write(path, (json.dumps(entries, indent=1) + "\n").encode("utf-8"))
+    return path
 
 
 # -------------------------------------------------------------------- training and cache
