@@ -34,9 +34,14 @@ __all__ = ["convergence", "multistep", "one_step"]
 
 def one_step(
     ds=(4, 32), ks=(6, 10), seeds=(0, 1, 2), losses=("l2", "ne"), embeddings=("binary", "onehot"),
-    **overrides,
+    on_record=None, keep_state_for=((32, 10),), **overrides,
 ) -> list[dict]:
-    """Train fast-preset models; one record per (d, k, loss, embedding, seed)."""
+    """Train fast-preset models; one record per (d, k, loss, embedding, seed).
+
+    ``on_record(record)`` is called as each model finishes (progress reporting). The
+    weights of the L2 models of the shapes in ``keep_state_for`` are kept in their
+    records (for :func:`multistep`).
+    """
     from skformer.training import TrainingConfig, train
 
     records = []
@@ -56,9 +61,11 @@ def one_step(
                                 "before": res.history[0]["val_relative"],
                                 "after": res.last_val_relative,
                                 "state": {n: t.tolist() for n, t in res.model.state_dict().items()}
-                                if d == 32 and k == 10 and loss == "l2" else None,
+                                if (d, k) in keep_state_for and loss == "l2" else None,
                             }
                         )
+                        if on_record is not None:
+                            on_record(records[-1])
     return records
 
 
@@ -144,7 +151,9 @@ def _plots(kind: str, records: list[dict], out: Path) -> Path | None:
     path = out / f"{kind}.png"
     if kind == "one-step":
         groups = sorted({(r["d"], r["k"]) for r in records})
-        fig, axes = plt.subplots(1, len(groups), figsize=(3.2 * len(groups), 3.2), sharey=True)
+        fig, axes = plt.subplots(1, len(groups), figsize=(3.2 * len(groups), 3.2), sharey=True,
+                                 squeeze=False)
+        axes = axes[0]
         for ax, (d, k) in zip(axes, groups, strict=True):
             labels, values = [], []
             for loss in ("l2", "ne"):
@@ -161,7 +170,8 @@ def _plots(kind: str, records: list[dict], out: Path) -> Path | None:
         axes[0].set_ylabel("relative validation loss (1 = one Lloyd step)")
     elif kind == "convergence":
         ds = sorted({r["d"] for r in records})
-        fig, axes = plt.subplots(1, len(ds), figsize=(4.5 * len(ds), 3.4), sharey=False)
+        fig, axes = plt.subplots(1, len(ds), figsize=(4.5 * len(ds), 3.4), squeeze=False)
+        axes = axes[0]
         for ax, d in zip(axes, ds, strict=True):
             for emb, colour in (("onehot", "tab:blue"), ("binary", "tab:orange")):
                 runs = [r["history"] for r in records if r["d"] == d and r["embedding"] == emb]
@@ -212,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("measurement", choices=("one-step", "convergence", "multistep"))
     parser.add_argument("--out", default="learning-results", help="output folder")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--losses", nargs="+", default=["l2", "ne"], choices=("l2", "ne"),
+                        help="one-step: the losses to train with")
     parser.add_argument("--steps", type=int, default=None,
                         help="training steps (one-step: the fast preset's; convergence: 600)")
     args = parser.parse_args(argv)
@@ -219,11 +231,14 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     extra = {} if args.steps is None else {"steps": args.steps}
     if args.measurement == "one-step":
-        records = one_step(seeds=tuple(args.seeds), **extra)
-        for rec in records:
+        def report(rec: dict) -> None:
             print(f"d={rec['d']} k={rec['k']} {rec['loss']} {rec['embedding']} "
                   f"seed={rec['seed']}: {rec['before']:.3f} -> {rec['after']:.3f} "
                   f"({rec['seconds']:.0f} s)", flush=True)
+
+        records = one_step(
+            seeds=tuple(args.seeds), losses=tuple(args.losses), on_record=report, **extra
+        )
     elif args.measurement == "convergence":
         records = convergence(seeds=tuple(args.seeds), **extra)
         for rec in records:
