@@ -222,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("measurement", choices=("one-step", "convergence", "multistep"))
     parser.add_argument("--out", default="learning-results", help="output folder")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--tasks", type=int, default=64,
+                        help="multistep: validation tasks per model (the paper uses 320)")
     parser.add_argument("--losses", nargs="+", default=["l2", "ne"], choices=("l2", "ne"),
                         help="one-step: the losses to train with")
     parser.add_argument("--steps", type=int, default=None,
@@ -250,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         source = out / "one-step.json"
         if not source.is_file():
             parser.error(f"run 'one-step' first: {source} is missing")
-        records = multistep(json.loads(source.read_text()))
+        records = multistep(json.loads(source.read_text()), n_tasks=args.tasks)
         for rec in records:
             print(f"{rec['embedding']} seed={rec['seed']}: after 20 steps, re-embedded / "
                   f"Lloyd = {rec['final_ratio_reembed_over_lloyd']:.3f}, naive / Lloyd = "
