@@ -484,7 +484,7 @@ def pretrain(
     loss : {"l2", "ne"}, default="l2"
         Smoothed k-means loss: sparsemax (L2) or softmax (NE) weights.
     preset : {"fast", "paper"}, default="fast"
-        :meth:`TrainingConfig.fast` (warm start from the exact construction, ~300 steps;
+        :meth:`TrainingConfig.fast` (warm start from the exact construction, 200 steps;
         with ``embedding="none"``, which has no exact construction, a cold start) or
         :meth:`TrainingConfig.paper` (cold start, 10,000 steps).
     seed : int, default=0

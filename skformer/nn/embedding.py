@@ -15,6 +15,7 @@ import torch
 
 __all__ = [
     "EMBEDDINGS",
+    "check_step_shapes",
     "decode_index",
     "embed_centres",
     "embed_points",
@@ -169,3 +170,12 @@ def decode_index(codes: torch.Tensor, kind: str, k: int) -> torch.Tensor:
         return codes.argmax(-1)
     powers = 2 ** torch.arange(m, device=codes.device)
     return ((codes >= 0.5).long() * powers).sum(-1).clamp_max(k - 1)
+
+
+def check_step_shapes(x: torch.Tensor, c: torch.Tensor, d: int, k: int) -> None:
+    """Raise a ValueError unless ``x`` is (b, n, d) and ``c`` is (b, k, d)."""
+    if x.ndim != 3 or c.ndim != 3 or x.shape[-1] != d or c.shape[-2:] != (k, d):
+        raise ValueError(
+            f"Expected x of shape (b, n, {d}) and c of shape (b, {k}, {d}), got "
+            f"{tuple(x.shape)} and {tuple(c.shape)}."
+        )

@@ -24,7 +24,13 @@ from torch import nn
 from .attention import DistanceAttention
 from .embedding import index_width
 
-__all__ = ["EMPTY_RULES", "KMeansLayer", "LayerOutput", "exact_lloyd_layer"]
+__all__ = [
+    "EMPTY_RULES",
+    "KMeansLayer",
+    "LayerOutput",
+    "exact_lloyd_layer",
+    "set_block_selectors",
+]
 
 EMPTY_RULES = ("keep", "paper")
 
@@ -152,6 +158,54 @@ def _selector(e: int, columns: slice, *, dtype: torch.dtype) -> torch.Tensor:
     return torch.diag(diag)
 
 
+def set_block_selectors(
+    layer: KMeansLayer, n_features: int, index_columns: int, *, qk_scale: float = 1.0
+) -> KMeansLayer:
+    """Write the Theorem 2.1 block selectors into a layer's twelve projections.
+
+    With ``P_x`` keeping the ``d`` data columns, ``P_c`` the ``m`` index columns and
+    ``P_f`` any columns after them (the type flag of the ``empty="keep"`` layer):
+    ``Q1 = K1 = Q2 = K2 = P_x``, ``V1 = P_c``, ``V2 = -P_c``, ``Q3 = Q4 = K4 = P_c``,
+    ``K3 = P_c + P_f``, ``V3 = P_x``, ``V4 = -P_x``; query and key matrices are
+    multiplied by ``qk_scale``; biases, if any, are zeroed.
+
+    Parameters
+    ----------
+    layer : KMeansLayer
+    n_features : int
+        ``d``.
+    index_columns : int
+        ``m``.
+    qk_scale : float, default=1.0
+
+    Returns
+    -------
+    KMeansLayer
+        The same layer.
+    """
+    e, d, m = layer.embed_dim, n_features, index_columns
+    dtype = layer.points_to_centres.q_proj.weight.dtype
+    p_x = _selector(e, slice(0, d), dtype=dtype)
+    p_c = _selector(e, slice(d, d + m), dtype=dtype)
+    p_flag = _selector(e, slice(d + m, e), dtype=dtype)
+    weights = {
+        "points_to_centres": (p_x, p_x, p_c),
+        "points_to_points": (p_x, p_x, -p_c),
+        "centres_to_points": (p_c, p_c + p_flag, p_x),
+        "centres_to_centres": (p_c, p_c, -p_x),
+    }
+    with torch.no_grad():
+        for name, (q, k, v) in weights.items():
+            att = getattr(layer, name)
+            att.q_proj.weight.copy_(qk_scale * q)
+            att.k_proj.weight.copy_(qk_scale * k)
+            att.v_proj.weight.copy_(v)
+            for proj in (att.q_proj, att.k_proj, att.v_proj):
+                if proj.bias is not None:
+                    proj.bias.zero_()
+    return layer
+
+
 def exact_lloyd_layer(
     n_features: int,
     n_clusters: int,
@@ -209,22 +263,8 @@ def exact_lloyd_layer(
     layer = KMeansLayer(
         e, activation="hardmax", gamma=math.inf, bias=False, centre_keys_in_update=keep
     )
-    p_x = _selector(e, slice(0, d), dtype=dtype)
-    p_c = _selector(e, slice(d, d + m), dtype=dtype)
-    p_flag = _selector(e, slice(d + m, e), dtype=dtype)
-    weights = {
-        "points_to_centres": (p_x, p_x, p_c),
-        "points_to_points": (p_x, p_x, -p_c),
-        "centres_to_points": (p_c, p_c + p_flag, p_x),
-        "centres_to_centres": (p_c, p_c, -p_x),
-    }
-    with torch.no_grad():
-        for name, (q, k, v) in weights.items():
-            att = getattr(layer, name)
-            att.q_proj.weight.copy_(q)
-            att.k_proj.weight.copy_(k)
-            att.v_proj.weight.copy_(v)
-            att.requires_grad_(False)
+    set_block_selectors(layer, d, m)
+    layer.requires_grad_(False)
     layer.points_to_centres.tie_break = tie_break
     return layer.to(dtype)
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .embedding import EMBEDDINGS, embed_centres, embed_points, index_width
-from .layer import KMeansLayer
+from .embedding import EMBEDDINGS, check_step_shapes, embed_centres, embed_points, index_width
+from .layer import KMeansLayer, set_block_selectors
 
 __all__ = ["LearnedKMeansModel"]
 
@@ -118,26 +118,9 @@ class LearnedKMeansModel(nn.Module):
         model = cls(n_features, n_clusters, **kwargs)
         if model.embedding == "none":
             raise ValueError("from_exact needs the 'binary' or 'onehot' embedding.")
-        d, e = n_features, model.layer.embed_dim
-        eye = torch.eye(e)
-        p_x, p_c = eye.clone(), eye.clone()
-        p_x[d:, d:] = 0.0
-        p_c[:d, :d] = 0.0
-        blocks = {
-            "points_to_centres": (p_x, p_x, p_c),
-            "points_to_points": (p_x, p_x, -p_c),
-            "centres_to_points": (p_c, p_c, p_x),
-            "centres_to_centres": (p_c, p_c, -p_x),
-        }
-        with torch.no_grad():
-            for name, (q, k, v) in blocks.items():
-                att = getattr(model.layer, name)
-                att.q_proj.weight.copy_(scale * q)
-                att.k_proj.weight.copy_(scale * k)
-                att.v_proj.weight.copy_(v)
-                for proj in (att.q_proj, att.k_proj, att.v_proj):
-                    if proj.bias is not None:
-                        proj.bias.zero_()
+        set_block_selectors(
+            model.layer, n_features, index_width(model.embedding, n_clusters), qk_scale=scale
+        )
         return model
 
     def forward(
@@ -157,12 +140,7 @@ class LearnedKMeansModel(nn.Module):
         Tensor of shape (b, k, d)
             The first ``d`` coordinates of the updated centre tokens.
         """
-        if x.shape[-1] != self.n_features or c.shape[-2:] != (self.n_clusters, self.n_features):
-            raise ValueError(
-                f"Expected x of shape (b, n, {self.n_features}) and c of shape "
-                f"(b, {self.n_clusters}, {self.n_features}), got {tuple(x.shape)} and "
-                f"{tuple(c.shape)}."
-            )
+        check_step_shapes(x, c, self.n_features, self.n_clusters)
         points = embed_points(x, self.embedding, self.n_clusters)
         centres = embed_centres(c, self.embedding)
         out = self.layer(points, centres, generator=generator)

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from .embedding import decode_index, embed_centres, embed_points
+from .embedding import check_step_shapes, decode_index, embed_centres, embed_points
 from .layer import EMPTY_RULES, centre_flag_column, exact_lloyd_layer
 
 __all__ = ["PATHS", "ExactLloydModel", "LloydStep", "nearest_centre"]
@@ -180,12 +180,7 @@ class ExactLloydModel(nn.Module):
         LloydStep
             ``centres`` (b, k, d) and ``labels`` (b, n).
         """
-        if x.shape[-1] != self.n_features or c.shape[-2:] != (self.n_clusters, self.n_features):
-            raise ValueError(
-                f"Expected x of shape (b, n, {self.n_features}) and c of shape "
-                f"(b, {self.n_clusters}, {self.n_features}), got {tuple(x.shape)} and "
-                f"{tuple(c.shape)}."
-            )
+        check_step_shapes(x, c, self.n_features, self.n_clusters)
         if self.path == "fused":
             return self._fused(x, c, sample_weight)
         return self._dense(x, c, sample_weight)
