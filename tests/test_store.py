@@ -5,6 +5,7 @@ import logging
 import multiprocessing
 import os
 import struct
+from pathlib import Path
 
 import pytest
 import safetensors.torch
@@ -22,8 +23,9 @@ TINY = dict(steps=3, eval_every=3, n_val_tasks=8, n_points=32)
 
 @pytest.fixture(autouse=True)
 def _cache(tmp_path, monkeypatch):
-    """Every test gets its own empty cache."""
+    """Every test gets its own empty cache and no shipped weights."""
     monkeypatch.setenv("SKFORMER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(store, "shipped_dir", lambda: tmp_path / "no-shipped-weights")
     return tmp_path / "cache"
 
 
@@ -306,6 +308,7 @@ def test_invalid_preset():
 def _concurrent_worker(cache, barrier, results):
     """Run in a spawned process: tiny on-demand pretraining, counting training runs."""
     os.environ["SKFORMER_CACHE_DIR"] = cache
+    store.shipped_dir = lambda: Path(cache) / "no-shipped-weights"
     calls = []
     real_train = store.train
 
