@@ -11,6 +11,8 @@ from __future__ import annotations
 import torch
 from entmax import sparsemax
 
+from .nn.model import lloyd_update, nearest_centre
+
 __all__ = [
     "KINDS",
     "kmeans_cost",
@@ -77,8 +79,9 @@ def pairwise_sq_dist(x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
 
 def _nearest(x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
     """Index of the nearest centre, shape (b, n); lowest index on ties."""
+    _check_pair(x, c)
     with torch.no_grad():
-        return pairwise_sq_dist(x, c).argmin(dim=-1)
+        return nearest_centre(x, c)
 
 
 def kmeans_cost(
@@ -220,12 +223,12 @@ def lloyd_step(
     _check_pair(x, c)
     b, n, d = x.shape
     k = c.shape[1]
-    labels = _nearest(x, c)  # (b, n)
-    onehot = torch.nn.functional.one_hot(labels, k).to(x.dtype)  # (b, n, k)
-    sums = torch.bmm(onehot.transpose(1, 2), x)  # (b, k, d)
-    counts = onehot.sum(dim=1).unsqueeze(-1)  # (b, k, 1)
-    filled = counts > 0
-    new = torch.where(filled, sums / counts.clamp_min(1), c)
+    with torch.no_grad():
+        new, labels = lloyd_update(x, c)  # empty clusters keep their centre
+    counts = torch.zeros(b, k, dtype=x.dtype, device=x.device).scatter_add_(
+        1, labels, torch.ones_like(labels, dtype=x.dtype)
+    )
+    filled = counts.unsqueeze(-1) > 0
     if generator is not None:
         u = torch.rand(b, n, generator=generator, dtype=torch.float32, device=generator.device)
         pick = u.argsort(dim=1)[:, :k].to(x.device)  # (b, k) distinct points per task

@@ -19,7 +19,7 @@ from torch import nn
 from .embedding import check_step_shapes, decode_index, embed_centres, embed_points
 from .layer import EMPTY_RULES, centre_flag_column, exact_lloyd_layer
 
-__all__ = ["PATHS", "ExactLloydModel", "LloydStep", "nearest_centre"]
+__all__ = ["PATHS", "ExactLloydModel", "LloydStep", "lloyd_update", "nearest_centre"]
 
 PATHS = ("dense", "fused")
 
@@ -84,6 +84,59 @@ def nearest_centre(
         dist = torch.baddbmm(c_sq, x[:, s : s + rows], c_t, alpha=-2.0)
         out[:, s : s + rows] = _argmin_last(dist)
     return out
+
+
+def lloyd_update(
+    x: torch.Tensor, c: torch.Tensor, sample_weight: torch.Tensor | None = None
+) -> LloydStep:
+    """One Lloyd iteration as the hard-attention layer computes it, without the tokens.
+
+    A1 is the nearest centre (lowest index on ties), A3 the (weighted) mean of each
+    cluster, A2 and A4 erase the previous scratch and centre; a cluster of zero weight
+    keeps its centre. Chunked over points: O(n k d) time, O(chunk k) extra memory.
+
+    Parameters
+    ----------
+    x : Tensor of shape (b, n, d)
+    c : Tensor of shape (b, k, d)
+    sample_weight : Tensor of shape (b, n), default=None
+
+    Returns
+    -------
+    LloydStep
+
+    Examples
+    --------
+    >>> import torch
+    >>> x = torch.tensor([[[0.0], [1.0], [10.0]]])
+    >>> lloyd_update(x, torch.tensor([[[0.0], [10.0], [50.0]]])).centres.ravel()
+    tensor([ 0.5000, 10.0000, 50.0000])
+    """
+    # Chunk by chunk: A1 (nearest centre), then A3's numerator and denominator
+    # (weighted sums per cluster) while the chunk is still in cache.
+    b, k, d = c.shape
+    rows = _chunk_rows(b, k)
+    c_sq = c.square().sum(-1).unsqueeze(-2)
+    c_t = c.transpose(-1, -2)
+    offset = k * torch.arange(b, device=x.device).unsqueeze(1)
+    labels = torch.empty(x.shape[:-1], dtype=torch.long, device=x.device)
+    sums = x.new_zeros(b * k, d)
+    mass = torch.zeros(b * k, dtype=torch.float64, device=x.device)  # exact counts
+    for s in range(0, x.shape[-2], rows):
+        xc = x[:, s : s + rows]
+        lab = _argmin_last(torch.baddbmm(c_sq, xc, c_t, alpha=-2.0)).to(x.device)
+        labels[:, s : s + rows] = lab
+        flat = (lab + offset).reshape(-1)
+        if sample_weight is None:
+            sums.index_add_(0, flat, xc.reshape(-1, d))
+            mass += torch.bincount(flat, minlength=b * k)
+        else:
+            wc = sample_weight[:, s : s + rows].to(x.dtype)
+            sums.index_add_(0, flat, (xc * wc.unsqueeze(-1)).reshape(-1, d))
+            mass.index_add_(0, flat, wc.reshape(-1).to(torch.float64))
+    sums, mass = sums.view(b, k, d), mass.view(b, k, 1).to(x.dtype)
+    centres = torch.where(mass > 0, sums / torch.where(mass > 0, mass, 1.0), c)
+    return LloydStep(centres, labels)
 
 
 class ExactLloydModel(nn.Module):
@@ -203,31 +256,7 @@ class ExactLloydModel(nn.Module):
         return LloydStep(out.centres[..., :d], labels)
 
     def _fused(self, x, c, sample_weight) -> LloydStep:
-        # Chunk by chunk: A1 (nearest centre), then A3's numerator and denominator
-        # (weighted sums per cluster) while the chunk is still in cache.
-        b, k, d = c.shape
-        rows = _chunk_rows(b, k)
-        c_sq = c.square().sum(-1).unsqueeze(-2)
-        c_t = c.transpose(-1, -2)
-        offset = k * torch.arange(b, device=x.device).unsqueeze(1)
-        labels = torch.empty(x.shape[:-1], dtype=torch.long, device=x.device)
-        sums = x.new_zeros(b * k, d)
-        mass = torch.zeros(b * k, dtype=torch.float64, device=x.device)  # exact counts
-        for s in range(0, x.shape[-2], rows):
-            xc = x[:, s : s + rows]
-            lab = _argmin_last(torch.baddbmm(c_sq, xc, c_t, alpha=-2.0)).to(x.device)
-            labels[:, s : s + rows] = lab
-            flat = (lab + offset).reshape(-1)
-            if sample_weight is None:
-                sums.index_add_(0, flat, xc.reshape(-1, d))
-                mass += torch.bincount(flat, minlength=b * k)
-            else:
-                wc = sample_weight[:, s : s + rows].to(x.dtype)
-                sums.index_add_(0, flat, (xc * wc.unsqueeze(-1)).reshape(-1, d))
-                mass.index_add_(0, flat, wc.reshape(-1).to(torch.float64))
-        sums, mass = sums.view(b, k, d), mass.view(b, k, 1).to(x.dtype)
-        centres = torch.where(mass > 0, sums / torch.where(mass > 0, mass, 1.0), c)
-        return LloydStep(centres, labels)
+        return lloyd_update(x, c, sample_weight)
 
     def extra_repr(self) -> str:
         return (
