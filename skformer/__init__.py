@@ -5,6 +5,9 @@ Public API
 ExactLloydTransformer
     A scikit-learn clusterer whose fit runs a transformer with hand-set weights and
     hard attention that is exactly Lloyd's algorithm, one layer per iteration.
+TransformerKMeans
+    The clusterer users call: learned transformer steps, finished by exact Lloyd
+    steps, with KMeans' interface.
 LearnedKMeansModel
     The trainable one-layer transformer whose forward pass is a clustering step.
 load_model, pretrain
@@ -13,7 +16,15 @@ load_model, pretrain
 
 from ._version import __version__
 from .exact import ExactLloydTransformer
+from .kmeans import TransformerKMeans
 from .nn.learned import LearnedKMeansModel
 from .store import load_model, pretrain
 
-__all__ = ["ExactLloydTransformer", "LearnedKMeansModel", "__version__", "load_model", "pretrain"]
+__all__ = [
+    "ExactLloydTransformer",
+    "LearnedKMeansModel",
+    "TransformerKMeans",
+    "__version__",
+    "load_model",
+    "pretrain",
+]

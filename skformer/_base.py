@@ -50,6 +50,7 @@ class _Run(NamedTuple):
     inertia: float | None  # None when not scored (a single run needs no comparison)
     labels: np.ndarray | None  # (n,) assignment to ``centers``, or None
     n_iter: int
+    steps: dict | None = None  # steps of each kind, when a run mixes kinds
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
@@ -219,17 +220,16 @@ class BaseTransformerKMeans(
             centers = init
         return centers
 
-    def _single_run(self, model, x, w, centers, *, score: bool = True) -> _Run:
-        """Iterate the model's steps from ``centers`` until convergence (KMeans' rules).
+    def _iterate(self, model, x, w, c: torch.Tensor, max_iter: int) -> tuple[torch.Tensor, int]:
+        """Iterate the model's steps from centres ``c`` (1, k, d) (KMeans' stopping rules).
 
         Stops at strict convergence (the assignment did not change) or when the
-        squared centre shift is within the relative tolerance, or after ``max_iter``.
-        With ``score``, also labels the points and computes the inertia of the final
-        centres, to compare runs.
+        squared centre shift is within the relative tolerance, or after ``max_iter``
+        steps. Returns the final centres and the number of steps run.
         """
-        c = centers.unsqueeze(0)
         labels_old = None
-        for i in range(self.max_iter):
+        i = -1
+        for i in range(max_iter):
             step = model(x, c, w)
             shift = float((step.centres - c).square().sum())
             c = step.centres
@@ -241,17 +241,30 @@ class BaseTransformerKMeans(
                 logger.info("Converged at iteration %d: centre shift within tolerance.", i)
                 break
             labels_old = step.labels
-        c = c[0]
-        if not score:
-            return _Run(c, None, None, i + 1)
+        return c, i + 1
+
+    @staticmethod
+    def _score(x, w, c: torch.Tensor) -> tuple[float, np.ndarray]:
+        """Inertia of centres ``c`` (k, d) on the fit's points, and the labels."""
         labels, parts = [], []
         for s in range(0, x.shape[1], _ROWS):
             ws = None if w is None else w[0, s : s + _ROWS]
             lab, part = _assign_chunk(x[:, s : s + _ROWS], c.unsqueeze(0), ws)
             labels.append(lab)
             parts.append(part)
-        lab, inertia = torch.cat(labels), float(torch.stack(parts).sum())
-        return _Run(c, inertia, lab.cpu().numpy(), i + 1)
+        return float(torch.stack(parts).sum()), torch.cat(labels).cpu().numpy()
+
+    def _prepare(self, model, x, w, random_state):
+        """What :meth:`_single_run` iterates; the model itself unless overridden."""
+        return model
+
+    def _single_run(self, model, x, w, centers, *, score: bool = True) -> _Run:
+        """One run from initial ``centers`` (k, d); scored (inertia, labels) if asked."""
+        c, n_iter = self._iterate(model, x, w, centers.unsqueeze(0), self.max_iter)
+        c = c[0]
+        if not score:
+            return _Run(c, None, None, n_iter)
+        return _Run(c, *self._score(x, w, c), n_iter)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
@@ -299,7 +312,7 @@ class BaseTransformerKMeans(
         x = torch.from_numpy(Xc).to(device).unsqueeze(0)
         unit = bool(np.all(sample_weight == 1))
         w = None if unit else torch.from_numpy(sample_weight).to(device).unsqueeze(0)
-        model = self._make_model(X.shape[1], device, dtype)
+        model = self._prepare(self._make_model(X.shape[1], device, dtype), x, w, random_state)
 
         best: _Run | None = None
         for _ in range(self._n_init):
@@ -322,6 +335,7 @@ class BaseTransformerKMeans(
         self._n_features_out = self.cluster_centers_.shape[0]
         self.labels_, self.inertia_ = labels_inertia(X, self.cluster_centers_, sample_weight)
         self.n_iter_ = best.n_iter
+        self._set_run_attributes(best)
         distinct = np.unique(self.labels_).size
         if distinct < self.n_clusters:
             warnings.warn(
@@ -331,6 +345,9 @@ class BaseTransformerKMeans(
                 stacklevel=2,
             )
         return self
+
+    def _set_run_attributes(self, run: _Run) -> None:
+        """Hook for subclasses: extra fitted attributes from the best run."""
 
     # -- using the fitted centres ----------------------------------------------------
 

@@ -3,7 +3,7 @@
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skformer import ExactLloydTransformer
+from skformer import ExactLloydTransformer, TransformerKMeans
 
 # The only checks scikit-learn itself marks as expected failures for KMeans: k-means++
 # draws its initial centres with weights, so sample weights are not equivalent to
@@ -27,6 +27,9 @@ def _expected_failed_checks(estimator):
         ExactLloydTransformer(),
         ExactLloydTransformer(n_clusters=3, embedding="onehot", n_init=2, max_iter=5),
         ExactLloydTransformer(n_clusters=2, path="dense", init="random", n_init=2),
+        TransformerKMeans(),
+        TransformerKMeans(n_clusters=3, init="random", n_init=2, max_iter=5, device="cpu"),
+        TransformerKMeans(n_clusters=2, finish="none", max_context=16, device="cpu"),
     ],
     expected_failed_checks=_expected_failed_checks,
 )

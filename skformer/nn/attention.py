@@ -15,11 +15,21 @@ so that no ``q x r`` score matrix larger than one chunk is ever held in memory.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import torch
 from torch import nn
 
-__all__ = ["ACTIVATIONS", "TIE_BREAKS", "DistanceAttention", "distance_attention", "sqdist"]
+__all__ = [
+    "ACTIVATIONS",
+    "TIE_BREAKS",
+    "DistanceAttention",
+    "SoftmaxPartial",
+    "distance_attention",
+    "merge_partials",
+    "softmax_partial",
+    "sqdist",
+]
 
 ACTIVATIONS = ("softmax", "sparsemax", "hardmax")
 TIE_BREAKS = ("average", "first")
@@ -183,14 +193,31 @@ def _sparsemax_block(qc, k, v, scale, dropout, generator):
     return _dropout(p, dropout, generator) @ v
 
 
+def _shifted_scores(qc: torch.Tensor, k: torch.Tensor, k_sq: torch.Tensor, scale: float):
+    """``-scale * (|k_j|^2 - 2 q_i.k_j)``: the scores ``-scale ||q_i - k_j||^2`` shifted by
+    ``scale |q_i|^2``, a constant of each query row that every softmax cancels (one
+    fused matrix product, and no cancellation error from the ``|q_i|^2`` term)."""
+    return torch.baddbmm(k_sq.unsqueeze(-2), qc, k.transpose(-1, -2), beta=-scale,
+                         alpha=2.0 * scale)
+
+
 def _softmax_block(qc, k, v, scale, log_w, dropout, generator, k_chunk):
+    k_sq = k.square().sum(-1)
+    if k_chunk >= k.shape[-2]:  # all keys at once: one fused softmax
+        s = _shifted_scores(qc, k, k_sq, scale)
+        if log_w is not None:
+            s = s + log_w.unsqueeze(-2)
+        p = torch.softmax(s, dim=-1)
+        if log_w is not None:  # a query with no key of positive weight gets zero
+            p = torch.nan_to_num(p, nan=0.0)
+        return _dropout(p, dropout, generator) @ v
     # Online softmax: running max m, normaliser l, unnormalised output o.
     b, n_q = qc.shape[0], qc.shape[1]
     m = qc.new_full((b, n_q, 1), -math.inf)
     l = qc.new_zeros((b, n_q, 1))  # noqa: E741
     o = qc.new_zeros((b, n_q, v.shape[-1]))
     for ks in range(0, k.shape[-2], k_chunk):
-        s = -scale * sqdist(qc, k[:, ks : ks + k_chunk])
+        s = _shifted_scores(qc, k[:, ks : ks + k_chunk], k_sq[:, ks : ks + k_chunk], scale)
         if log_w is not None:
             s = s + log_w[:, None, ks : ks + k_chunk]
         m_new = torch.maximum(m, s.amax(-1, keepdim=True))
@@ -233,6 +260,82 @@ def _hardmax_block(qc, k, v, key_weight, log_w, tie_break, k_chunk):
         best = torch.where(take_new, chunk_best, best)
     present = count.unsqueeze(-1) > 0
     return torch.where(present, o / torch.where(present, count.unsqueeze(-1), 1.0), 0.0)
+
+
+class SoftmaxPartial(NamedTuple):
+    """Softmax attention over a subset of the keys, in a form that merges.
+
+    For queries ``q`` and a block of keys with scores ``s`` (each query's scores
+    shifted by the same constant, which the softmax cancels): ``max`` is the largest
+    score, ``norm = sum exp(s - max)`` and ``out = sum exp(s - max) v``. Two partials
+    over disjoint key blocks merge exactly (:func:`merge_partials`) and
+    ``out / norm`` is the attention over all the keys seen: the map-reduce form of a
+    softmax over a sum that is too large to hold (or spread over machines).
+    """
+
+    max: torch.Tensor
+    """Running maximum score, shape (b, q, 1); ``-inf`` when no key was seen."""
+    norm: torch.Tensor
+    """``sum exp(s - max)``, shape (b, q, 1)."""
+    out: torch.Tensor
+    """``sum exp(s - max) v``, shape (b, q, v)."""
+
+    def result(self) -> torch.Tensor:
+        """The attention output ``out / norm`` (zero for a query that saw no key)."""
+        seen = self.norm > 0
+        return torch.where(seen, self.out / torch.where(seen, self.norm, 1.0), 0.0)
+
+
+def softmax_partial(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    gamma: float = 1.0,
+    key_weight: torch.Tensor | None = None,
+) -> SoftmaxPartial:
+    """Softmax distance attention of ``q`` over one block of keys, unnormalised.
+
+    Parameters
+    ----------
+    q : Tensor of shape (b, q, e)
+    k : Tensor of shape (b, r, e)
+    v : Tensor of shape (b, r, v)
+    gamma : float, default=1.0
+        Inverse temperature; scores are ``-(gamma / sqrt(e)) ||q_i - k_j||^2``.
+    key_weight : Tensor of shape (b, r), default=None
+        Key multiplicities, as in :func:`distance_attention`.
+
+    Returns
+    -------
+    SoftmaxPartial
+
+    Examples
+    --------
+    >>> import torch
+    >>> q, k, v = torch.randn(1, 2, 3), torch.randn(1, 10, 3), torch.randn(1, 10, 4)
+    >>> a = softmax_partial(q, k[:, :6], v[:, :6])
+    >>> b = softmax_partial(q, k[:, 6:], v[:, 6:])
+    >>> full = distance_attention(q, k, v)
+    >>> torch.allclose(merge_partials(a, b).result(), full, atol=1e-6)
+    True
+    """
+    s = _shifted_scores(q, k, k.square().sum(-1), gamma / math.sqrt(q.shape[-1]))
+    if key_weight is not None:
+        with torch.no_grad():
+            log_w = torch.where(key_weight > 0, key_weight.log(), -math.inf).to(q.dtype)
+        s = s + log_w.unsqueeze(-2)
+    m = s.amax(-1, keepdim=True)
+    p = torch.exp(s - torch.where(torch.isinf(m), 0.0, m))
+    return SoftmaxPartial(m, p.sum(-1, keepdim=True), p @ v)
+
+
+def merge_partials(a: SoftmaxPartial, b: SoftmaxPartial) -> SoftmaxPartial:
+    """Combine two partials over disjoint key blocks (associative and commutative)."""
+    m = torch.maximum(a.max, b.max)
+    m_safe = torch.where(torch.isinf(m), 0.0, m)
+    alpha, beta = torch.exp(a.max - m_safe), torch.exp(b.max - m_safe)
+    return SoftmaxPartial(m, a.norm * alpha + b.norm * beta, a.out * alpha + b.out * beta)
 
 
 class DistanceAttention(nn.Module):

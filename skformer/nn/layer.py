@@ -122,8 +122,9 @@ class KMeansLayer(nn.Module):
         points : Tensor of shape (b, n, e)
         centres : Tensor of shape (b, k, e)
         point_weight : Tensor of shape (b, n), default=None
-            Multiplicities of the points as keys of the centre update A3 (sample
-            weights). None means all ones.
+            Multiplicities of the points as keys of the point update A2 and the centre
+            update A3 (sample weights: a point of weight 2 counts as two copies).
+            None means all ones.
         generator : torch.Generator, default=None
             Source of dropout masks in training mode.
 
@@ -135,7 +136,7 @@ class KMeansLayer(nn.Module):
         points = (
             points
             + self.points_to_centres(points, centres, generator=generator)
-            + self.points_to_points(points, points, generator=generator)
+            + self.points_to_points(points, points, point_weight, generator=generator)
         )
         keys, key_weight = points, point_weight
         if self.centre_keys_in_update:

@@ -1,0 +1,241 @@
+"""The learned clustering step for many points: chunked, with a bounded context.
+
+Dimension legend: ``b`` batch, ``n`` points, ``r`` context points, ``k`` clusters,
+``d`` features, ``e`` token width.
+
+With re-embedding, the point tokens entering the layer are ``[x ; 0]`` at every step,
+so the points-to-points attention A2, which reads nothing but point tokens, gives the
+same output at every step. :func:`prepare_points` computes it once, together with
+A1's query projections. A2 is the only attention whose cost grows as ``n x n``: its
+keys are the ``r`` points of a *context* (all points by default; a seeded sample of
+them past a size, see :class:`skformer.TransformerKMeans`'s ``max_context``).
+
+A step then streams over chunks of points: A1 (points to the ``k`` centres) updates
+the chunk's tokens, and the chunk's contribution to the centre update A3 (a softmax
+over all points) is kept as a :class:`~skformer.nn.attention.SoftmaxPartial`. Partials
+of disjoint chunks merge exactly, so a step is a map-reduce over point blocks, with
+``O(chunk x (k + e))`` memory beyond the prepared tokens. For the whole point set as
+context, one step equals ``model(x, c)`` in eval mode up to float rounding.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from .attention import SoftmaxPartial, distance_attention, merge_partials, softmax_partial
+from .embedding import embed_centres, embed_points
+from .learned import LearnedKMeansModel
+
+__all__ = [
+    "PreparedPoints",
+    "centre_partial",
+    "finish_step",
+    "prepare_points",
+    "streamed_step",
+]
+
+# Elements of one (b, rows, max(k, r, e)) block: 2**20 float32 values are 4 MiB.
+_BLOCK = 2**20
+
+
+class PreparedPoints(NamedTuple):
+    """What a learned step needs of the points, computed once per data set."""
+
+    tokens: torch.Tensor
+    """Point tokens after A2, ``[x ; 0] + A2([x ; 0], context)``, shape (b, n, e)."""
+    queries: torch.Tensor
+    """A1 query projections of the tokens ``[x ; 0]``, shape (b, n, e)."""
+
+    def rows(self, start: int, stop: int) -> PreparedPoints:
+        """The prepared points ``start:stop`` (a block of a map-reduce step)."""
+        return PreparedPoints(self.tokens[:, start:stop], self.queries[:, start:stop])
+
+
+def _rows(b: int, width: int) -> int:
+    return max(1, _BLOCK // max(1, b * width))
+
+
+def _check_softmax(model: LearnedKMeansModel) -> None:
+    if model.activation != "softmax":
+        raise ValueError(
+            "Streamed steps need softmax attention (a sparsemax row cannot be split "
+            f"into blocks); this model uses {model.activation!r}."
+        )
+
+
+@torch.no_grad()
+def prepare_points(
+    model: LearnedKMeansModel,
+    x: torch.Tensor,
+    context: torch.Tensor | None = None,
+    context_weight: torch.Tensor | None = None,
+    *,
+    chunk_rows: int | None = None,
+) -> PreparedPoints:
+    """Point tokens after A2 and A1's queries: the step-independent part of a step.
+
+    Parameters
+    ----------
+    model : LearnedKMeansModel
+        With softmax attention; used as in eval mode (no dropout).
+    x : Tensor of shape (b, n, d)
+    context : Tensor of shape (b, r, d), default=None
+        The keys of A2. None means all of ``x`` (exactly the layer's A2).
+    context_weight : Tensor of shape (b, r), default=None
+        Multiplicities of the context points (sample weights).
+    chunk_rows : int, default=None
+        Points per chunk (default: about ``2**20 / max(r, e)``).
+
+    Returns
+    -------
+    PreparedPoints
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skformer.nn import LearnedKMeansModel
+    >>> model = LearnedKMeansModel.from_exact(2, 3, scale=4.0)
+    >>> prepared = prepare_points(model, torch.rand(1, 100, 2))
+    >>> prepared.tokens.shape                  # (b, n, d + ceil(log2 k))
+    torch.Size([1, 100, 4])
+    """
+    _check_softmax(model)
+    points = embed_points(x, model.embedding, model.n_clusters)
+    ctx = points if context is None else embed_points(context, model.embedding, model.n_clusters)
+    a1, a2 = model.layer.points_to_centres, model.layer.points_to_points
+    keys, values = a2.k_proj(ctx), a2.v_proj(ctx)
+    tokens, queries = torch.empty_like(points), torch.empty_like(points)
+    rows = chunk_rows or _rows(x.shape[0], max(ctx.shape[-2], points.shape[-1]))
+    for s in range(0, points.shape[-2], rows):
+        p = points[:, s : s + rows]
+        tokens[:, s : s + rows] = p + distance_attention(
+            a2.q_proj(p), keys, values, gamma=a2.gamma, key_weight=context_weight
+        )
+        queries[:, s : s + rows] = a1.q_proj(p)
+    return PreparedPoints(tokens, queries)
+
+
+class _CentreProjections(NamedTuple):
+    tokens: torch.Tensor  # (b, k, e) centre tokens [c ; code]
+    a1_keys: torch.Tensor
+    a1_values: torch.Tensor
+    a3_queries: torch.Tensor
+
+
+def _centre_projections(model: LearnedKMeansModel, c: torch.Tensor) -> _CentreProjections:
+    layer = model.layer
+    tokens = embed_centres(c, model.embedding)
+    a1, a3 = layer.points_to_centres, layer.centres_to_points
+    return _CentreProjections(tokens, a1.k_proj(tokens), a1.v_proj(tokens), a3.q_proj(tokens))
+
+
+@torch.no_grad()
+def centre_partial(
+    model: LearnedKMeansModel,
+    prepared: PreparedPoints,
+    c: torch.Tensor,
+    weight: torch.Tensor | None = None,
+    *,
+    _proj: _CentreProjections | None = None,
+) -> SoftmaxPartial:
+    """One block of points' contribution to the centre update A3 (the map step).
+
+    Parameters
+    ----------
+    model : LearnedKMeansModel
+    prepared : PreparedPoints
+        Of a block of points, shapes (b, n_block, e).
+    c : Tensor of shape (b, k, d)
+        The current centres.
+    weight : Tensor of shape (b, n_block), default=None
+        Sample weights of the block's points (their multiplicities as A3's keys).
+
+    Returns
+    -------
+    SoftmaxPartial
+        Over the block's points; merge blocks with
+        :func:`~skformer.nn.attention.merge_partials`, then :func:`finish_step`.
+    """
+    proj = _proj or _centre_projections(model, c)
+    a1, a3 = model.layer.points_to_centres, model.layer.centres_to_points
+    updated = prepared.tokens + distance_attention(
+        prepared.queries, proj.a1_keys, proj.a1_values, gamma=a1.gamma
+    )
+    return softmax_partial(
+        proj.a3_queries, a3.k_proj(updated), a3.v_proj(updated), gamma=a3.gamma,
+        key_weight=weight,
+    )
+
+
+@torch.no_grad()
+def finish_step(
+    model: LearnedKMeansModel, c: torch.Tensor, partial: SoftmaxPartial
+) -> torch.Tensor:
+    """New centres from A3's merged partial over all points (the reduce step).
+
+    Parameters
+    ----------
+    model : LearnedKMeansModel
+    c : Tensor of shape (b, k, d)
+    partial : SoftmaxPartial
+        A3 over every point, shapes (b, k, 1) and (b, k, e).
+
+    Returns
+    -------
+    Tensor of shape (b, k, d)
+    """
+    tokens = embed_centres(c, model.embedding)
+    a4 = model.layer.centres_to_centres
+    new = tokens + partial.result() + a4(tokens, tokens)
+    return new[..., : model.n_features]
+
+
+@torch.no_grad()
+def streamed_step(
+    model: LearnedKMeansModel,
+    prepared: PreparedPoints,
+    c: torch.Tensor,
+    weight: torch.Tensor | None = None,
+    *,
+    chunk_rows: int | None = None,
+) -> torch.Tensor:
+    """One re-embedded learned step over prepared points, chunk by chunk.
+
+    Parameters
+    ----------
+    model : LearnedKMeansModel
+        With softmax attention; dropout is not applied.
+    prepared : PreparedPoints
+        From :func:`prepare_points`, shapes (b, n, e).
+    c : Tensor of shape (b, k, d)
+    weight : Tensor of shape (b, n), default=None
+        Sample weights.
+    chunk_rows : int, default=None
+        Points per chunk (default: about ``2**20 / max(k, e)``).
+
+    Returns
+    -------
+    Tensor of shape (b, k, d)
+        Equal to ``model.eval()(x, c)`` when the context of ``prepared`` is all of
+        ``x`` (up to float rounding and the order of the sums).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skformer.nn import LearnedKMeansModel
+    >>> model = LearnedKMeansModel.from_exact(2, 3, scale=4.0).eval()
+    >>> x = torch.rand(1, 500, 2); c = x[:, :3]
+    >>> step = streamed_step(model, prepare_points(model, x), c, chunk_rows=64)
+    >>> torch.allclose(step, model(x, c), atol=1e-5)
+    True
+    """
+    proj = _centre_projections(model, c)
+    rows = chunk_rows or _rows(c.shape[0], max(c.shape[-2], prepared.tokens.shape[-1]))
+    total = None
+    for s in range(0, prepared.tokens.shape[-2], rows):
+        w = None if weight is None else weight[:, s : s + rows]
+        part = centre_partial(model, prepared.rows(s, s + rows), c, w, _proj=proj)
+        total = part if total is None else merge_partials(total, part)
+    return finish_step(model, c, total)
