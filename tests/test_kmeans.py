@@ -1,0 +1,258 @@
+"""The estimator TransformerKMeans: oracle, properties, scikit-learn integration, errors.
+
+Oracle first: with ``finish="lloyd"`` the result is a fixed point of the NumPy Lloyd
+step (a local optimum, as KMeans returns), reached from the same initial centres as
+KMeans with the same ``random_state``. Then the properties (normalisation invariance,
+weights, edge shapes, pickling), the integration with Pipelines and GridSearchCV, and
+the error messages.
+"""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.cluster import KMeans
+from sklearn.datasets import load_iris, make_blobs
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import adjusted_rand_score
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skformer import ExactLloydTransformer, TransformerKMeans
+from skformer.kmeans import _context_indices
+from skformer.reference import lloyd_step
+
+
+def blobs(seed, n=300, d=4, k=3, std=1.5):
+    return make_blobs(n, n_features=d, centers=k, cluster_std=std, random_state=seed)
+
+
+def est(**params):
+    return TransformerKMeans(device="cpu", **params)
+
+
+# -- oracle --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("d, k", [(2, 3), (4, 5), (13, 3), (32, 10)])
+def test_result_is_a_lloyd_fixed_point(global_random_seed, d, k):
+    X, _ = blobs(global_random_seed, n=400, d=d, k=k, std=3.0)
+    fit = est(n_clusters=k, random_state=global_random_seed, tol=0).fit(X)
+    centers, labels = lloyd_step(X, fit.cluster_centers_)
+    np.testing.assert_allclose(centers, fit.cluster_centers_, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(labels, fit.labels_)
+    assert fit.n_iter_ == fit.n_learned_steps_ + fit.n_lloyd_steps_
+    assert fit.n_learned_steps_ >= 1 and fit.n_lloyd_steps_ >= 1
+
+
+def test_same_initial_centres_as_kmeans(global_random_seed):
+    """One learned step from KMeans' start; then Lloyd: the random stream is KMeans'."""
+    X, _ = blobs(global_random_seed, n=200, std=0.3)
+    ours = est(n_clusters=3, random_state=global_random_seed).fit(X)
+    km = KMeans(3, random_state=global_random_seed).fit(X)
+    np.testing.assert_allclose(ours.cluster_centers_, km.cluster_centers_, atol=1e-9)
+    np.testing.assert_array_equal(ours.labels_, km.labels_)
+
+
+def test_context_sample_leaves_the_random_stream_alone():
+    random_state = check_random_state(0)
+    before = random_state.get_state()[1].copy()
+    idx = _context_indices(1000, 64, random_state)
+    np.testing.assert_array_equal(random_state.get_state()[1], before)
+    assert idx.shape == (64,) and np.all(np.diff(idx) > 0)
+    np.testing.assert_array_equal(idx, _context_indices(1000, 64, check_random_state(0)))
+    assert _context_indices(64, 64, random_state) is None
+    assert _context_indices(10**6, None, random_state) is None
+
+
+def test_inertia_no_worse_than_kmeans_on_iris():
+    X, y = load_iris(return_X_y=True)
+    ratios = []
+    for seed in range(5):
+        ours = est(n_clusters=3, random_state=seed).fit(X)
+        km = KMeans(3, random_state=seed).fit(X)
+        ratios.append(ours.inertia_ / km.inertia_)
+        assert adjusted_rand_score(y, ours.labels_) > 0.7
+    assert np.median(ratios) <= 1.0 + 1e-12
+
+
+# -- properties ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale, shift", [(1e-3, 5.0), (1e4, -3e4), (7.0, 1e6)])
+def test_translation_and_scale_invariance(scale, shift):
+    """The model sees the data in one normalised frame: an affine change of units (one
+    positive scale for all features) gives the same partition and mapped centres."""
+    X, _ = blobs(0, std=2.5)
+    a = est(n_clusters=3, random_state=0).fit(X)
+    b = est(n_clusters=3, random_state=0).fit(scale * X + shift)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    np.testing.assert_allclose(scale * a.cluster_centers_ + shift, b.cluster_centers_,
+                               rtol=1e-7, atol=1e-7 * abs(scale) * np.abs(X).max())
+    assert b.inertia_ == pytest.approx(scale**2 * a.inertia_, rel=1e-7)
+
+
+def test_learned_steps_alone_are_close_to_lloyd():
+    X, _ = blobs(1, n=500, d=8, k=4, std=2.0)
+    learned = est(n_clusters=4, random_state=0, finish="none").fit(X)
+    finished = est(n_clusters=4, random_state=0).fit(X)
+    assert learned.n_lloyd_steps_ == 0 and learned.n_iter_ == learned.n_learned_steps_
+    assert finished.inertia_ <= learned.inertia_ <= 1.05 * finished.inertia_
+
+
+def test_max_context_exact_below_it_and_seeded_above():
+    X, _ = blobs(2, n=300, d=4, k=3, std=3.0)
+    none = est(n_clusters=3, random_state=0, finish="none", max_context=None).fit(X)
+    above = est(n_clusters=3, random_state=0, finish="none", max_context=300).fit(X)
+    np.testing.assert_array_equal(none.cluster_centers_, above.cluster_centers_)
+    small = est(n_clusters=3, random_state=0, finish="none", max_context=50)
+    c1, c2 = small.fit(X).cluster_centers_, clone(small).fit(X).cluster_centers_
+    np.testing.assert_array_equal(c1, c2)
+    assert not np.array_equal(c1, none.cluster_centers_)
+    np.testing.assert_allclose(c1, none.cluster_centers_, atol=0.05 * np.ptp(X))
+
+
+def test_integer_weights_match_repeated_points(global_random_seed):
+    X, _ = blobs(global_random_seed, n=60, d=3, k=3, std=2.0)
+    w = check_random_state(global_random_seed).randint(1, 4, size=60)
+    init = X[:3]
+    weighted = est(n_clusters=3, init=init, max_context=None).fit(X, sample_weight=w)
+    repeated = est(n_clusters=3, init=init, max_context=None).fit(np.repeat(X, w, axis=0))
+    np.testing.assert_allclose(weighted.cluster_centers_, repeated.cluster_centers_,
+                               atol=1e-6 * np.ptp(X))
+    assert weighted.inertia_ == pytest.approx(repeated.inertia_, rel=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dtype_is_kept(dtype):
+    X, _ = blobs(3)
+    fit = est(n_clusters=3, random_state=0).fit(X.astype(dtype))
+    assert fit.cluster_centers_.dtype == dtype
+    assert fit.labels_.dtype == np.int32
+    assert fit.transform(X.astype(dtype)).dtype == dtype
+
+
+@pytest.mark.parametrize(
+    "X, k",
+    [
+        (np.array([[3.0]]), 1),                          # n = 1, d = 1, k = 1
+        (np.arange(10.0).reshape(-1, 1), 1),               # k = 1: the mean
+        (np.arange(20.0).reshape(-1, 1), 3),               # d = 1 (padded model)
+        (np.c_[np.arange(30.0), np.full(30, 7.0)], 2),     # a constant feature
+        (np.repeat([[0.0, 1.0], [5.0, 5.0]], 10, axis=0), 2),  # duplicates
+        (np.random.default_rng(0).normal(size=(40, 3)) * 1e-30, 4),
+        (np.random.default_rng(0).normal(size=(40, 3)) * 1e30, 4),
+    ],
+)
+def test_odd_shapes_and_values(X, k):
+    fit = est(n_clusters=k, random_state=0).fit(X)
+    assert np.isfinite(fit.cluster_centers_).all()
+    assert set(fit.labels_) <= set(range(k))
+    np.testing.assert_array_equal(lloyd_step(X, fit.cluster_centers_)[1], fit.labels_)
+    if k == 1:
+        np.testing.assert_allclose(fit.cluster_centers_[0], X.mean(0), rtol=1e-12)
+
+
+def test_fewer_distinct_points_than_clusters_warns():
+    X = np.repeat([[0.0, 0.0], [1.0, 1.0]], 5, axis=0)
+    with pytest.warns(ConvergenceWarning, match=r"Number of distinct clusters \(2\)"):
+        fit = est(n_clusters=3, random_state=0).fit(X)
+    assert np.isfinite(fit.cluster_centers_).all()
+
+
+def test_pickle_is_small_and_holds_no_model():
+    X, _ = blobs(4, n=2000, d=8, k=4)
+    fit = est(n_clusters=4, random_state=0).fit(X)
+    data = pickle.dumps(fit)
+    assert b"torch" not in data
+    assert len(data) < 2 * X.shape[0] * 4 + 4096  # the int32 labels_ and a little more
+    back = pickle.loads(data)
+    np.testing.assert_array_equal(back.predict(X), fit.labels_)
+
+
+def test_device_auto_is_cpu_without_cuda():
+    X, _ = blobs(5)
+    fit = TransformerKMeans(n_clusters=3, random_state=0).fit(X)  # device="auto"
+    same = est(n_clusters=3, random_state=0).fit(X)
+    np.testing.assert_array_equal(fit.cluster_centers_, same.cluster_centers_)
+
+
+def test_shape_without_model_and_no_pretraining():
+    X = np.random.default_rng(0).normal(size=(50, 65))
+    with pytest.raises(LookupError, match="No pretrained skformer model for d=65, k=3"):
+        est(n_clusters=3, pretrain=False).fit(X)
+
+
+def test_narrower_data_use_a_padded_model(caplog):
+    X, _ = blobs(6, d=13, k=3)
+    with caplog.at_level("INFO", logger="skformer"):
+        fit = est(n_clusters=3, random_state=0, verbose=1).fit(X)
+    assert "using the shipped d=16 model with 3 zero features" in caplog.text
+    assert fit.n_learned_steps_ >= 1
+
+
+# -- scikit-learn integration ------------------------------------------------------------
+
+
+def test_pipeline_in_grid_search_and_cross_val_score():
+    X, _ = blobs(7, n=240, d=5, k=4, std=1.0)
+    pipe = Pipeline([("scale", StandardScaler()), ("cluster", est(random_state=0))])
+    search = GridSearchCV(pipe, {"cluster__n_clusters": [2, 3, 4]}, cv=3, n_jobs=2)
+    search.fit(X)
+    assert search.best_params_ == {"cluster__n_clusters": 4}
+    scores = cross_val_score(clone(pipe).set_params(cluster__n_clusters=4), X, cv=3, n_jobs=2)
+    assert np.all(np.isfinite(scores)) and np.all(scores < 0)
+    fitted = pickle.loads(pickle.dumps(search.best_estimator_))
+    np.testing.assert_array_equal(fitted.predict(X), search.best_estimator_.predict(X))
+
+
+def test_same_interface_as_exact_and_kmeans():
+    X, _ = blobs(8)
+    ours, exact = est(n_clusters=3).fit(X), ExactLloydTransformer(3).fit(X)
+    km = KMeans(3).fit(X)
+    for attr in ("cluster_centers_", "labels_", "inertia_", "n_iter_", "n_features_in_"):
+        assert hasattr(ours, attr) and hasattr(exact, attr) and hasattr(km, attr)
+    assert ours.get_feature_names_out().tolist() == [f"transformerkmeans{i}" for i in range(3)]
+    assert ours.score(X) == pytest.approx(-ours.inertia_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours.predict(X[:5])
+
+
+# -- errors --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"finish": "kmeans"}, "The 'finish' parameter of TransformerKMeans must be"),
+        ({"max_context": 0}, "The 'max_context' parameter of TransformerKMeans must be"),
+        ({"embedding": "none"}, "The 'embedding' parameter of TransformerKMeans must be"),
+        ({"loss": "mse"}, "The 'loss' parameter of TransformerKMeans must be"),
+        ({"pretrain": "yes"}, "The 'pretrain' parameter of TransformerKMeans must be"),
+    ],
+)
+def test_invalid_parameters(params, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        est(**params).fit(np.zeros((10, 2)))
+
+
+@pytest.mark.parametrize(
+    "X, params, match",
+    [
+        (np.zeros((2, 2)), {"n_clusters": 3}, r"n_samples=2 should be >= n_clusters=3\."),
+        (np.array([[np.nan, 1.0], [0, 1]]), {"n_clusters": 1}, "Input X contains NaN"),
+        (np.zeros((0, 2)), {"n_clusters": 1}, "Found array with 0 sample"),
+        (np.ones((5, 2)), {"n_clusters": 2, "init": np.zeros((3, 2))},
+         r"The shape of the initial centers \(3, 2\) does not match the number of clusters 2"),
+        (np.ones((5, 2)), {"n_clusters": 2, "device": "cuda:7"}, "CUDA is not available"),
+    ],
+)
+def test_bad_input_errors(X, params, match):
+    with pytest.raises(ValueError, match=match):
+        TransformerKMeans(**{"device": "cpu", **params}).fit(X)
