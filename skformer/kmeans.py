@@ -130,7 +130,7 @@ class TransformerKMeans(BaseTransformerKMeans):
     finish : {"lloyd", "none"}, default="lloyd"
         ``"lloyd"``: after the learned steps, exact Lloyd steps run to a fixed point.
         ``"none"``: the centres of the learned steps are the result.
-    max_context : int or None, default=2048
+    max_context : int or None, default=256
         Keys of the points-to-points attention (the only ``n x n`` part of the
         layer): all points when ``n_samples <= max_context``, else a seeded sample of
         ``max_context`` points (the same for every step and run). None: always all
@@ -221,7 +221,7 @@ class TransformerKMeans(BaseTransformerKMeans):
         max_iter=300,
         tol=1e-4,
         finish="lloyd",
-        max_context=2048,
+        max_context=256,
         pretrain=True,
         verbose=0,
         random_state=None,

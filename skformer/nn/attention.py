@@ -193,12 +193,44 @@ def _sparsemax_block(qc, k, v, scale, dropout, generator):
     return _dropout(p, dropout, generator) @ v
 
 
+def _matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b`` for (b, m, p) and (b, p, q); one task goes through the 2-D product,
+    which the CPU backends run several times faster than a batch of one."""
+    if a.shape[0] == 1:
+        return (a[0] @ b[0]).unsqueeze(0)
+    return a @ b
+
+
+def _score_floor(dtype: torch.dtype, n_keys: int) -> float:
+    """Lowest score, relative to a row's maximum, worth exponentiating.
+
+    Weights below ``exp(floor) ~ 1e-34 / n_keys`` (float32) change nothing a float can
+    show, but exponentials and products of subnormal floats run many times slower on
+    CPUs, and softmaxes over distances produce them in bulk. Raising lower scores to
+    the floor keeps every weight normal.
+    """
+    return math.log(torch.finfo(dtype).tiny) + math.log(max(n_keys, 1)) + 1.0
+
+
 def _shifted_scores(qc: torch.Tensor, k: torch.Tensor, k_sq: torch.Tensor, scale: float):
     """``-scale * (|k_j|^2 - 2 q_i.k_j)``: the scores ``-scale ||q_i - k_j||^2`` shifted by
     ``scale |q_i|^2``, a constant of each query row that every softmax cancels (one
     fused matrix product, and no cancellation error from the ``|q_i|^2`` term)."""
+    if qc.shape[0] == 1:
+        out = torch.addmm(k_sq, qc[0], k[0].T, beta=-scale, alpha=2.0 * scale)
+        return out.unsqueeze(0)
     return torch.baddbmm(k_sq.unsqueeze(-2), qc, k.transpose(-1, -2), beta=-scale,
                          alpha=2.0 * scale)
+
+
+def _exp_above_floor(x, log_w, start, length):
+    """``exp(x)`` for scores ``x <= 0`` relative to a running maximum, with the scores
+    below the floor raised to it (see :func:`_score_floor`) and absent keys (``log_w``
+    of ``-inf``, columns ``start:start + length``) kept at weight 0."""
+    p = torch.exp(x.clamp_min(_score_floor(x.dtype, x.shape[-1])))
+    if log_w is not None:
+        p = p.masked_fill(torch.isinf(log_w[:, None, start : start + length]), 0.0)
+    return p
 
 
 def _softmax_block(qc, k, v, scale, log_w, dropout, generator, k_chunk):
@@ -207,10 +239,11 @@ def _softmax_block(qc, k, v, scale, log_w, dropout, generator, k_chunk):
         s = _shifted_scores(qc, k, k_sq, scale)
         if log_w is not None:
             s = s + log_w.unsqueeze(-2)
-        p = torch.softmax(s, dim=-1)
-        if log_w is not None:  # a query with no key of positive weight gets zero
-            p = torch.nan_to_num(p, nan=0.0)
-        return _dropout(p, dropout, generator) @ v
+        floor = _score_floor(s.dtype, s.shape[-1])
+        p = torch.softmax(torch.maximum(s, s.amax(-1, keepdim=True) + floor), dim=-1)
+        if log_w is not None:  # absent keys weigh 0; a query with none present gets 0
+            p = torch.nan_to_num(p, nan=0.0).masked_fill(torch.isinf(log_w).unsqueeze(-2), 0.0)
+        return _matmul(_dropout(p, dropout, generator), v)
     # Online softmax: running max m, normaliser l, unnormalised output o.
     b, n_q = qc.shape[0], qc.shape[1]
     m = qc.new_full((b, n_q, 1), -math.inf)
@@ -223,9 +256,9 @@ def _softmax_block(qc, k, v, scale, log_w, dropout, generator, k_chunk):
         m_new = torch.maximum(m, s.amax(-1, keepdim=True))
         m_safe = torch.where(torch.isinf(m_new), 0.0, m_new)
         alpha = torch.exp(m - m_safe)
-        p = torch.exp(s - m_safe)
+        p = _exp_above_floor(s - m_safe, log_w, ks, k_chunk)
         l = l * alpha + p.sum(-1, keepdim=True)  # noqa: E741
-        o = o * alpha + _dropout(p, dropout, generator) @ v[:, ks : ks + k_chunk]
+        o = o * alpha + _matmul(_dropout(p, dropout, generator), v[:, ks : ks + k_chunk])
         m = m_new
     return torch.where(l > 0, o / torch.where(l > 0, l, 1.0), 0.0)
 
@@ -321,13 +354,14 @@ def softmax_partial(
     True
     """
     s = _shifted_scores(q, k, k.square().sum(-1), gamma / math.sqrt(q.shape[-1]))
+    log_w = None
     if key_weight is not None:
         with torch.no_grad():
             log_w = torch.where(key_weight > 0, key_weight.log(), -math.inf).to(q.dtype)
         s = s + log_w.unsqueeze(-2)
     m = s.amax(-1, keepdim=True)
-    p = torch.exp(s - torch.where(torch.isinf(m), 0.0, m))
-    return SoftmaxPartial(m, p.sum(-1, keepdim=True), p @ v)
+    p = _exp_above_floor(s - torch.where(torch.isinf(m), 0.0, m), log_w, 0, s.shape[-1])
+    return SoftmaxPartial(m, p.sum(-1, keepdim=True), _matmul(p, v))
 
 
 def merge_partials(a: SoftmaxPartial, b: SoftmaxPartial) -> SoftmaxPartial:
