@@ -3,8 +3,12 @@
 Commands
 --------
 demo
-    Cluster a scikit-learn bundled data set with :class:`skformer.ExactLloydTransformer`
-    and with :class:`sklearn.cluster.KMeans`, and print a comparison table.
+    Cluster a scikit-learn bundled data set with :class:`skformer.TransformerKMeans`,
+    :class:`skformer.ExactLloydTransformer` and :class:`sklearn.cluster.KMeans`, and
+    print a comparison table.
+cluster
+    Cluster the rows of a CSV or ``.npy`` file with :class:`skformer.TransformerKMeans`
+    and write one label per row, e.g. ``skformer cluster data.csv -k 5 -o labels.csv``.
 pretrain
     Train learned models for one shape or a grid of shapes and save them, e.g.
     ``skformer pretrain --d 32 --k 10``.
@@ -97,7 +101,7 @@ def _format_table(rows: Sequence[_Row]) -> str:
 
 
 def _verdict(transformer: _Row, kmeans: _Row) -> str:
-    """One line comparing the transformer's inertia with KMeans'."""
+    """One line comparing a transformer's inertia with KMeans'."""
     if kmeans.inertia == 0.0:
         ratio = 1.0 if transformer.inertia == 0.0 else float("inf")
     else:
@@ -108,38 +112,43 @@ def _verdict(transformer: _Row, kmeans: _Row) -> str:
         word = "lower objective than KMeans (a better local optimum)"
     else:
         word = "higher objective than KMeans (a worse local optimum)"
-    return f"inertia ratio transformer / KMeans = {ratio:.6f}: {word}."
+    return f"inertia ratio {transformer.method} / KMeans = {ratio:.6f}: {word}."
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    """Compare ExactLloydTransformer with KMeans on one bundled data set."""
+    """Compare TransformerKMeans and ExactLloydTransformer with KMeans on one data set."""
     import numpy as np
     from sklearn.cluster import KMeans
 
-    from skformer import ExactLloydTransformer
+    from skformer import ExactLloydTransformer, TransformerKMeans
 
     X, y = _load_dataset(args.dataset)
     k = args.n_clusters if args.n_clusters is not None else len(np.unique(y))
     n, d = X.shape
     print(f"skformer {__version__} demo: dataset={args.dataset} n_samples={n} "
-          f"n_features={d} n_clusters={k} embedding={args.embedding} seed={args.seed}")
+          f"n_features={d} n_clusters={k} embedding={args.embedding} seed={args.seed} "
+          f"n_init={args.n_init}")
 
-    transformer = ExactLloydTransformer(
-        n_clusters=k, embedding=args.embedding, random_state=args.seed
-    )
-    kmeans = KMeans(n_clusters=k, random_state=args.seed, algorithm="lloyd")
+    common = dict(n_clusters=k, random_state=args.seed, n_init=args.n_init)
+    estimators = {
+        f"TransformerKMeans({args.embedding})": TransformerKMeans(
+            embedding=args.embedding, verbose=int(args.verbose), **common),
+        f"ExactLloydTransformer({args.embedding})": ExactLloydTransformer(
+            embedding=args.embedding, **common),
+        "KMeans(lloyd)": KMeans(algorithm="lloyd", **common),
+    }
     try:
-        rows = [
-            _timed_fit(transformer, X, y, f"ExactLloydTransformer({args.embedding})"),
-            _timed_fit(kmeans, X, y, "KMeans(lloyd)"),
-        ]
-    except ValueError as exc:  # e.g. more clusters than samples
+        rows = [_timed_fit(est, X, y, name) for name, est in estimators.items()]
+    except (ValueError, LookupError) as exc:  # e.g. more clusters than samples
         print(f"skformer demo: error: {exc}", file=sys.stderr)
         return 2
+    learned = next(iter(estimators.values()))
     print()
     print(_format_table(rows))
     print()
-    print(_verdict(rows[0], rows[1]))
+    print(f"TransformerKMeans ran {learned.n_learned_steps_} learned steps, then "
+          f"{learned.n_lloyd_steps_} exact Lloyd steps.")
+    print(_verdict(rows[0], rows[2]))
     return 0
 
 
@@ -156,10 +165,11 @@ def _positive_int(text: str) -> int:
 def _add_demo(subparsers) -> None:
     p = subparsers.add_parser(
         "demo",
-        help="compare ExactLloydTransformer with KMeans on a bundled data set",
+        help="compare TransformerKMeans and ExactLloydTransformer with KMeans",
         description=(
-            "Fit skformer.ExactLloydTransformer and sklearn.cluster.KMeans on a data set "
-            "bundled with scikit-learn and print inertia, ARI, NMI, iterations and fit time."
+            "Fit skformer.TransformerKMeans, skformer.ExactLloydTransformer and "
+            "sklearn.cluster.KMeans on a data set bundled with scikit-learn and print "
+            "inertia, ARI, NMI, iterations and fit time."
         ),
     )
     p.add_argument("--dataset", choices=DATASETS, default="iris",
@@ -168,10 +178,121 @@ def _add_demo(subparsers) -> None:
     p.add_argument("--n-clusters", type=_positive_int, default=None, metavar="K",
                    help="number of clusters (default: the number of classes)")
     p.add_argument("--embedding", choices=("binary", "onehot"), default="binary",
-                   help="cluster-index embedding of the transformer (default: %(default)s)")
+                   help="cluster-index embedding of the transformers (default: %(default)s)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
-                   help="random_state of both estimators (default: %(default)s)")
+                   help="random_state of all estimators (default: %(default)s)")
+    p.add_argument("--n-init", type=_positive_int, default=1, metavar="N",
+                   help="runs from different initial centres, best kept (default: %(default)s)")
+    p.add_argument("--verbose", action="store_true",
+                   help="log TransformerKMeans' steps (and any pretraining) on stderr")
     p.set_defaults(func=_run_demo)
+
+
+def _read_table(path: str, delimiter: str):
+    """A 2-D float array from a ``.npy`` file or a delimited text file (CSV).
+
+    A first line that does not parse as numbers is taken as a header.
+    """
+    import numpy as np
+
+    if path.endswith(".npy"):
+        X = np.load(path, allow_pickle=False)
+    else:
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline()
+        try:
+            [float(cell) for cell in first.strip().split(delimiter) if cell.strip()]
+            header = 0
+        except ValueError:
+            header = 1
+        X = np.loadtxt(path, delimiter=delimiter, skiprows=header, ndmin=2)
+    return X if X.ndim != 1 else X.reshape(-1, 1)
+
+
+def _write_column(values, path: str | None) -> None:
+    """Write one value per line to ``path`` (``.npy`` or text) or to stdout."""
+    import numpy as np
+
+    if path is None:
+        np.savetxt(sys.stdout, values, fmt="%d" if values.dtype.kind == "i" else "%.17g")
+    elif path.endswith(".npy"):
+        np.save(path, values)
+    else:
+        np.savetxt(path, values, fmt="%d" if values.dtype.kind == "i" else "%.17g",
+                   delimiter=",")
+
+
+def _run_cluster(args: argparse.Namespace) -> int:
+    """Cluster the rows of a file; labels to stdout (or --out), a summary to stderr."""
+    from skformer import TransformerKMeans
+
+    try:
+        X = _read_table(args.file, args.delimiter)
+    except (OSError, ValueError) as exc:
+        print(f"skformer cluster: error: cannot read {args.file}: {exc}", file=sys.stderr)
+        return 2
+    if args.standardise:
+        from sklearn.preprocessing import StandardScaler
+
+        X = StandardScaler().fit_transform(X)
+    estimator = TransformerKMeans(
+        n_clusters=args.n_clusters, embedding=args.embedding, n_init=args.n_init,
+        random_state=args.seed, device=args.device, verbose=int(args.verbose),
+    )
+    start = time.perf_counter()
+    try:
+        labels = estimator.fit_predict(X)
+    except (ValueError, LookupError) as exc:
+        print(f"skformer cluster: error: {exc}", file=sys.stderr)
+        return 2
+    seconds = time.perf_counter() - start
+    _write_column(labels, args.out)
+    if args.centers is not None:
+        import numpy as np
+
+        if args.centers.endswith(".npy"):
+            np.save(args.centers, estimator.cluster_centers_)
+        else:
+            np.savetxt(args.centers, estimator.cluster_centers_, delimiter=",", fmt="%.17g")
+    print(f"skformer cluster: {X.shape[0]} rows x {X.shape[1]} features -> "
+          f"{args.n_clusters} clusters, inertia {estimator.inertia_:.6g}, "
+          f"{estimator.n_learned_steps_} learned + {estimator.n_lloyd_steps_} Lloyd steps, "
+          f"{seconds:.2f} s", file=sys.stderr)
+    return 0
+
+
+def _add_cluster(subparsers) -> None:
+    p = subparsers.add_parser(
+        "cluster",
+        help="cluster the rows of a CSV or .npy file with TransformerKMeans",
+        description=(
+            "Read a 2-D numeric table (CSV or other delimited text, with or without a "
+            "header line, or a .npy array), fit skformer.TransformerKMeans, and write the "
+            "cluster label of each row, one per line, to stdout or --out. A summary goes "
+            "to stderr."
+        ),
+    )
+    p.add_argument("file", help="input: .npy, or delimited text (CSV by default)")
+    p.add_argument("-k", "--n-clusters", type=_positive_int, default=8, metavar="K",
+                   help="number of clusters (default: %(default)s)")
+    p.add_argument("-o", "--out", default=None, metavar="FILE",
+                   help="labels file, .npy or text (default: stdout)")
+    p.add_argument("--centers", default=None, metavar="FILE",
+                   help="also write the cluster centres (.npy or CSV)")
+    p.add_argument("--delimiter", default=",", help="text delimiter (default: ',')")
+    p.add_argument("--standardise", action="store_true",
+                   help="standardise the features first (zero mean, unit variance)")
+    p.add_argument("--embedding", choices=("binary", "onehot"), default="binary",
+                   help="cluster-index embedding (default: %(default)s)")
+    p.add_argument("--n-init", type=_positive_int, default=1, metavar="N",
+                   help="runs from different initial centres (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=None, metavar="S",
+                   help="random_state (default: none, a different run each time)")
+    p.add_argument("--device", default="auto",
+                   help="cpu, cuda, cuda:N or auto (default: %(default)s)")
+    p.add_argument("--verbose", action="store_true",
+                   help="log the steps (and any pretraining) on stderr")
+    p.set_defaults(func=_run_cluster)
 
 
 def _pretrain_one(d: int, k: int, options: dict, out: str | None, many: bool) -> tuple:
@@ -267,6 +388,10 @@ _BENCHMARKS = {
         "skformer.experiments.learning",
         "the paper's learning findings: one-step loss, OH/BN convergence, multi-step",
     ),
+    "cost": (
+        "skformer.experiments.cost",
+        "learned model cost, one-hot against binary embedding (paper Table 1, Figure 1)",
+    ),
 }
 
 
@@ -292,6 +417,7 @@ def _add_bench(subparsers) -> None:
 # Each entry adds one sub-command to the parser; later commands append here.
 _COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _add_demo,
+    _add_cluster,
     _add_pretrain,
     _add_bench,
 )
