@@ -392,6 +392,11 @@ _BENCHMARKS = {
         "skformer.experiments.cost",
         "learned model cost, one-hot against binary embedding (paper Table 1, Figure 1)",
     ),
+    "kmeans": (
+        "skformer.experiments.versus_kmeans",
+        "TransformerKMeans against KMeans: inertia ratio, ARI/NMI, fit time on bundled and "
+        "generated data",
+    ),
 }
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import copy
 import logging
 from dataclasses import dataclass
+from functools import lru_cache
 from numbers import Integral
 
 import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import BaseTransformerKMeans, _Run
+from ._base import BaseTransformerKMeans, _assign_chunk, _Run
 from .nn.learned import LearnedKMeansModel
 from .nn.model import ExactLloydModel
 from .nn.streaming import PreparedPoints, prepare_points, streamed_step
@@ -21,8 +22,13 @@ __all__ = ["TransformerKMeans"]
 
 logger = logging.getLogger("skformer")
 
-# Rows per chunk when normalising the data into the learned model's frame.
+# Rows per chunk when normalising the data into the learned model's frame, and when
+# computing the k-means objective of the learned steps' centres.
 _ROWS = 2**16
+
+# Learned steps whose k-means objective has not improved by a relative ``tol`` for
+# this many steps in a row end the learned phase.
+_PATIENCE = 3
 
 
 @dataclass
@@ -36,6 +42,7 @@ class _Engine:
     offset: torch.Tensor | None = None  # (1, 1, d) translation, user frame -> model frame
     scale: float = 1.0  # one global scale, user frame -> model frame
     prepared: PreparedPoints | None = None
+    points: torch.Tensor | None = None  # (1, n, d + padding) float32, model frame
     weight: torch.Tensor | None = None  # (1, n) float32 sample weights, or None
 
     def to_model_frame(self, c: torch.Tensor) -> torch.Tensor:
@@ -46,6 +53,35 @@ class _Engine:
     def from_model_frame(self, z: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         d = z.shape[-1] - self.padding
         return (z[..., :d].double() * self.scale + self.offset).to(dtype)
+
+    def learned_step(self, z: torch.Tensor) -> torch.Tensor:
+        """One learned step from centres ``z`` (1, k, e) of the model frame."""
+        return streamed_step(self.learned, self.prepared, z, self.weight)
+
+    def objective(self, z: torch.Tensor) -> float:
+        """The k-means objective of centres ``z`` (1, k, d + padding) on the points, in
+        the model frame (float32; to compare the learned steps' centres)."""
+        total = 0.0
+        for s in range(0, self.points.shape[1], _ROWS):
+            w = None if self.weight is None else self.weight[0, s : s + _ROWS]
+            total += float(_assign_chunk(self.points[:, s : s + _ROWS], z, w)[1])
+        return total
+
+
+@lru_cache(maxsize=32)
+def _stored_model(d: int, k: int, embedding: str, loss: str, stamp: int) -> LearnedKMeansModel:
+    """A stored model read once per process (``stamp``: the file's modification time, so
+    a re-trained file is read again). Fits only read it: it is shared, on the CPU."""
+    return load_model(d, k, embedding=embedding, loss=loss, pretrain=False).eval()
+
+
+def _load(d: int, k: int, embedding: str, loss: str, *, pretrain: bool, progress: bool,
+          device: torch.device) -> LearnedKMeansModel:
+    path = find_model(d, k, embedding=embedding, loss=loss)
+    if path is None:  # pretrain on demand (or raise LookupError)
+        return load_model(d, k, embedding=embedding, loss=loss, pretrain=pretrain,
+                          device=device, progress=progress)
+    return _stored_model(d, k, embedding, loss, path.stat().st_mtime_ns).to(device)
 
 
 def _select_model(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
@@ -67,12 +103,11 @@ def _select_model(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
         if wider:
             logger.info("No model for d=%d, k=%d: using the shipped d=%d model with %d "
                         "zero features.", d, k, wider[0], wider[0] - d)
-            model = load_model(wider[0], k, embedding=embedding, loss=loss, pretrain=False,
-                               device=device)
+            model = _load(wider[0], k, embedding, loss, pretrain=False, progress=progress,
+                          device=device)
             return model, wider[0] - d
-    model = load_model(d, k, embedding=embedding, loss=loss, pretrain=pretrain,
-                       device=device, progress=progress)
-    return model, 0
+    return _load(d, k, embedding, loss, pretrain=pretrain, progress=progress,
+                 device=device), 0
 
 
 def _context_indices(n: int, max_context: int | None, random_state) -> np.ndarray | None:
@@ -252,7 +287,7 @@ class TransformerKMeans(BaseTransformerKMeans):
             n_features, self.n_clusters, self.embedding, self.loss,
             pretrain=self.pretrain, progress=bool(self.verbose), device=device,
         )
-        return _Engine(exact, learned.to(device=device, dtype=torch.float32).eval(), padding)
+        return _Engine(exact, learned.to(device=device, dtype=torch.float32), padding)
 
     def _prepare(self, engine: _Engine, x, w, random_state) -> _Engine:
         """Map the data into the learned model's frame and run its step-free part."""
@@ -277,25 +312,45 @@ class TransformerKMeans(BaseTransformerKMeans):
             context = z[:, index]
             context_weight = None if w is None else engine.weight[:, index]
         engine.prepared = prepare_points(engine.learned, z, context, context_weight)
+        engine.points = z
         return engine
 
     def _learned_steps(self, engine: _Engine, c: torch.Tensor) -> tuple[torch.Tensor, int]:
-        """Learned steps from centres ``c`` (1, k, d) until the shift is within tol."""
+        """Learned steps from centres ``c`` (1, k, d); the centres of least k-means
+        objective among the start and the steps, and the number of steps run.
+
+        The steps stop when the squared centre shift is within ``tol`` (KMeans' rule),
+        when the objective has not improved by a relative ``tol`` for ``_PATIENCE``
+        steps (soft steps can crawl where clusters overlap), or after ``max_iter``.
+        """
         z = engine.to_model_frame(c)
         tol = self._tol / engine.scale**2
-        n_steps = 0
+        best_z, best = z, engine.objective(z)
+        reference, stalled, n_steps = best, 0, 0
         for i in range(self.max_iter):
-            new = streamed_step(engine.learned, engine.prepared, z, engine.weight)
+            new = engine.learned_step(z)
             if not bool(torch.isfinite(new).all()):
                 logger.info("Learned step %d gave non-finite centres: stopped.", i)
                 break
             shift = float((new - z)[..., : z.shape[-1] - engine.padding].square().sum())
             z, n_steps = new, n_steps + 1
-            logger.info("Learned step %d, centre shift %.6g.", i, shift * engine.scale**2)
+            objective = engine.objective(z)
+            logger.info("Learned step %d, centre shift %.6g, objective %.6g.", i,
+                        shift * engine.scale**2, objective * engine.scale**2)
+            if objective < best:
+                best_z, best = z, objective
+            if objective < reference * (1.0 - self.tol):
+                reference, stalled = objective, 0
+            else:
+                stalled += 1
             if shift <= tol:
                 logger.info("Learned steps converged at step %d.", i)
                 break
-        return engine.from_model_frame(z, c.dtype), n_steps
+            if stalled >= _PATIENCE:
+                logger.info("Learned steps stopped at step %d: no progress in %d steps.",
+                            i, _PATIENCE)
+                break
+        return engine.from_model_frame(best_z, c.dtype), n_steps
 
     def _single_run(self, engine: _Engine, x, w, centers, *, score: bool = True) -> _Run:
         c, n_learned, n_lloyd = centers.unsqueeze(0), 0, 0
