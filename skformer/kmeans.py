@@ -12,7 +12,7 @@ import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._base import BaseTransformerKMeans, _assign_chunk, _Run
+from ._base import BaseTransformerKMeans, _Run
 from .nn.learned import LearnedKMeansModel
 from .nn.model import ExactLloydModel
 from .nn.streaming import PreparedPoints, prepare_points, streamed_step
@@ -43,6 +43,7 @@ class _Engine:
     scale: float = 1.0  # one global scale, user frame -> model frame
     prepared: PreparedPoints | None = None
     points: torch.Tensor | None = None  # (1, n, d + padding) float32, model frame
+    points_sq: float = 0.0  # sum_i w_i |x_i|^2 of ``points``
     weight: torch.Tensor | None = None  # (1, n) float32 sample weights, or None
 
     def to_model_frame(self, c: torch.Tensor) -> torch.Tensor:
@@ -60,11 +61,20 @@ class _Engine:
 
     def objective(self, z: torch.Tensor) -> float:
         """The k-means objective of centres ``z`` (1, k, d + padding) on the points, in
-        the model frame (float32; to compare the learned steps' centres)."""
-        total = 0.0
+        the model frame (to compare the learned steps' centres).
+
+        ``sum_i w_i (|x_i|^2 + min_j (|c_j|^2 - 2 x_i.c_j))``: one matrix product and one
+        minimum per chunk (float32 products, float64 sums).
+        """
+        c = z[0]
+        c_sq = c.square().sum(-1, keepdim=True)  # (k, 1)
+        total = self.points_sq
         for s in range(0, self.points.shape[1], _ROWS):
-            w = None if self.weight is None else self.weight[0, s : s + _ROWS]
-            total += float(_assign_chunk(self.points[:, s : s + _ROWS], z, w)[1])
+            nearest = torch.addmm(c_sq, c, self.points[0, s : s + _ROWS].T, alpha=-2.0)
+            nearest = nearest.amin(0).double()  # (rows,)
+            if self.weight is not None:
+                nearest = nearest * self.weight[0, s : s + _ROWS]
+            total += float(nearest.sum())
         return total
 
 
@@ -313,6 +323,8 @@ class TransformerKMeans(BaseTransformerKMeans):
             context_weight = None if w is None else engine.weight[:, index]
         engine.prepared = prepare_points(engine.learned, z, context, context_weight)
         engine.points = z
+        sq = z[0].double().square().sum(-1)
+        engine.points_sq = float(sq.sum() if w is None else (sq * w[0].double()).sum())
         return engine
 
     def _learned_steps(self, engine: _Engine, c: torch.Tensor) -> tuple[torch.Tensor, int]:

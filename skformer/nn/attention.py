@@ -28,6 +28,7 @@ __all__ = [
     "distance_attention",
     "merge_partials",
     "softmax_partial",
+    "softmax_weights",
     "sqdist",
 ]
 
@@ -223,6 +224,16 @@ def _shifted_scores(qc: torch.Tensor, k: torch.Tensor, k_sq: torch.Tensor, scale
                          alpha=2.0 * scale)
 
 
+def _shifted_scores_keys_major(qc, k, k_sq, scale):
+    """The transpose of :func:`_shifted_scores`, shape (b, r, q), computed as such."""
+    if qc.shape[0] == 1:
+        out = torch.addmm(k_sq[0].unsqueeze(-1), k[0], qc[0].T, beta=-scale,
+                          alpha=2.0 * scale)
+        return out.unsqueeze(0)
+    return torch.baddbmm(k_sq.unsqueeze(-1), k, qc.transpose(-1, -2), beta=-scale,
+                         alpha=2.0 * scale)
+
+
 def _exp_above_floor(x, log_w, start, length):
     """``exp(x)`` for scores ``x <= 0`` relative to a running maximum, with the scores
     below the floor raised to it (see :func:`_score_floor`) and absent keys (``log_w``
@@ -233,45 +244,73 @@ def _exp_above_floor(x, log_w, start, length):
     return p
 
 
-def _softmax_few_keys(qc, k, v, k_sq, scale, log_w, dropout, generator):
-    """Softmax attention over a few keys (fewer than ``_FEW_KEYS``), keys-major.
+def _weights(qc, k, k_sq, scale, log_w):
+    """Softmax weights of queries ``qc`` over all keys ``k``, shape (b, q, r).
 
-    The scores are laid out (b, r, q) and normalised over dim 1: PyTorch's CPU softmax
-    over a last dimension shorter than one SIMD vector runs element by element, 20 to
-    40 times slower than across rows.
+    Fewer than ``_FEW_KEYS`` keys are normalised keys-major (a (b, r, q) layout,
+    returned as a transposed view): PyTorch's CPU softmax over a last dimension shorter
+    than one SIMD vector runs element by element, 20 to 40 times slower than across
+    rows. Scores are floored (:func:`_score_floor`); absent keys weigh 0, and a query
+    with no key present gets all-zero weights.
     """
-    if qc.shape[0] == 1:
-        s_t = torch.addmm(k_sq[0].unsqueeze(-1), k[0], qc[0].T, beta=-scale,
-                          alpha=2.0 * scale).unsqueeze(0)  # (1, r, q)
+    few = k.shape[-2] < _FEW_KEYS
+    if few:
+        s = _shifted_scores_keys_major(qc, k, k_sq, scale)  # (b, r, q)
+        dim = -2
     else:
-        s_t = torch.baddbmm(k_sq.unsqueeze(-1), k, qc.transpose(-1, -2), beta=-scale,
-                            alpha=2.0 * scale)  # (b, r, q)
+        s = _shifted_scores(qc, k, k_sq, scale)  # (b, q, r)
+        dim = -1
     if log_w is not None:
-        s_t = s_t + log_w.unsqueeze(-1)
-    floor = _score_floor(s_t.dtype, s_t.shape[-2])
-    p_t = torch.softmax(torch.maximum(s_t, s_t.amax(-2, keepdim=True) + floor), dim=-2)
-    if log_w is not None:  # absent keys weigh 0; a query with none present gets 0
-        p_t = torch.nan_to_num(p_t, nan=0.0).masked_fill(torch.isinf(log_w).unsqueeze(-1), 0.0)
-    p = _dropout(p_t, dropout, generator).transpose(-1, -2)
-    return _matmul(p, v)
+        s = s + (log_w.unsqueeze(-1) if few else log_w.unsqueeze(-2))
+    floor = _score_floor(s.dtype, s.shape[dim])
+    p = torch.softmax(torch.maximum(s, s.amax(dim, keepdim=True) + floor), dim=dim)
+    if log_w is not None:
+        absent = torch.isinf(log_w).unsqueeze(-1 if few else -2)
+        p = torch.nan_to_num(p, nan=0.0).masked_fill(absent, 0.0)
+    return p.transpose(-1, -2) if few else p
 
 
-# Below this many keys, softmax attention is computed keys-major (_softmax_few_keys).
+# Below this many keys, softmax weights are computed keys-major (see _weights).
 _FEW_KEYS = 32
+
+
+def softmax_weights(
+    q: torch.Tensor, k: torch.Tensor, *, gamma: float = 1.0,
+    key_weight: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The weights of softmax distance attention, all keys at once.
+
+    Parameters
+    ----------
+    q : Tensor of shape (b, q, e)
+    k : Tensor of shape (b, r, e)
+    gamma : float, default=1.0
+    key_weight : Tensor of shape (b, r), default=None
+
+    Returns
+    -------
+    Tensor of shape (b, q, r)
+        Rows sum to one (zero for a query with no key of positive weight);
+        ``softmax_weights(q, k) @ v == distance_attention(q, k, v)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> q, k, v = torch.randn(2, 5, 3), torch.randn(2, 4, 3), torch.randn(2, 4, 6)
+    >>> torch.allclose(softmax_weights(q, k) @ v, distance_attention(q, k, v), atol=1e-6)
+    True
+    """
+    log_w = None
+    if key_weight is not None:
+        with torch.no_grad():
+            log_w = torch.where(key_weight > 0, key_weight.log(), -math.inf).to(q.dtype)
+    return _weights(q, k, k.square().sum(-1), gamma / math.sqrt(q.shape[-1]), log_w)
 
 
 def _softmax_block(qc, k, v, scale, log_w, dropout, generator, k_chunk):
     k_sq = k.square().sum(-1)
-    if k.shape[-2] < _FEW_KEYS:
-        return _softmax_few_keys(qc, k, v, k_sq, scale, log_w, dropout, generator)
-    if k_chunk >= k.shape[-2]:  # all keys at once: one fused softmax
-        s = _shifted_scores(qc, k, k_sq, scale)
-        if log_w is not None:
-            s = s + log_w.unsqueeze(-2)
-        floor = _score_floor(s.dtype, s.shape[-1])
-        p = torch.softmax(torch.maximum(s, s.amax(-1, keepdim=True) + floor), dim=-1)
-        if log_w is not None:  # absent keys weigh 0; a query with none present gets 0
-            p = torch.nan_to_num(p, nan=0.0).masked_fill(torch.isinf(log_w).unsqueeze(-2), 0.0)
+    if k_chunk >= k.shape[-2] or k.shape[-2] < _FEW_KEYS:  # all keys at once
+        p = _weights(qc, k, k_sq, scale, log_w)
         return _matmul(_dropout(p, dropout, generator), v)
     # Online softmax: running max m, normaliser l, unnormalised output o.
     b, n_q = qc.shape[0], qc.shape[1]

@@ -24,7 +24,14 @@ from typing import NamedTuple
 
 import torch
 
-from .attention import SoftmaxPartial, distance_attention, merge_partials, softmax_partial
+from .attention import (
+    SoftmaxPartial,
+    _matmul,
+    distance_attention,
+    merge_partials,
+    softmax_partial,
+    softmax_weights,
+)
 from .embedding import embed_centres, embed_points
 from .learned import LearnedKMeansModel
 
@@ -47,10 +54,14 @@ class PreparedPoints(NamedTuple):
     """Point tokens after A2, ``[x ; 0] + A2([x ; 0], context)``, shape (b, n, e)."""
     queries: torch.Tensor
     """A1 query projections of the tokens ``[x ; 0]``, shape (b, n, e)."""
+    keys_values: torch.Tensor | None = None
+    """A3's key and value projections of ``tokens``, side by side, shape (b, n, 2e);
+    None: computed from ``tokens`` at each step."""
 
     def rows(self, start: int, stop: int) -> PreparedPoints:
         """The prepared points ``start:stop`` (a block of a map-reduce step)."""
-        return PreparedPoints(self.tokens[:, start:stop], self.queries[:, start:stop])
+        kv = None if self.keys_values is None else self.keys_values[:, start:stop]
+        return PreparedPoints(self.tokens[:, start:stop], self.queries[:, start:stop], kv)
 
 
 def _rows(b: int, width: int) -> int:
@@ -106,29 +117,38 @@ def prepare_points(
     ctx = points if context is None else embed_points(context, model.embedding, model.n_clusters)
     a1, a2 = model.layer.points_to_centres, model.layer.points_to_points
     keys, values = a2.k_proj(ctx), a2.v_proj(ctx)
+    a3 = model.layer.centres_to_points
     tokens, queries = torch.empty_like(points), torch.empty_like(points)
+    e = points.shape[-1]
+    keys_values = points.new_empty((*points.shape[:-1], 2 * e))
     rows = chunk_rows or _rows(x.shape[0], max(ctx.shape[-2], points.shape[-1]))
     for s in range(0, points.shape[-2], rows):
         p = points[:, s : s + rows]
-        tokens[:, s : s + rows] = p + distance_attention(
+        t = p + distance_attention(
             a2.q_proj(p), keys, values, gamma=a2.gamma, key_weight=context_weight
         )
+        tokens[:, s : s + rows] = t
         queries[:, s : s + rows] = a1.q_proj(p)
-    return PreparedPoints(tokens, queries)
+        keys_values[:, s : s + rows, :e] = a3.k_proj(t)
+        keys_values[:, s : s + rows, e:] = a3.v_proj(t)
+    return PreparedPoints(tokens, queries, keys_values)
 
 
 class _CentreProjections(NamedTuple):
     tokens: torch.Tensor  # (b, k, e) centre tokens [c ; code]
     a1_keys: torch.Tensor
-    a1_values: torch.Tensor
     a3_queries: torch.Tensor
+    a1_values_to_a3: torch.Tensor  # (b, k, 2e): A1's values through A3's K and V maps
 
 
 def _centre_projections(model: LearnedKMeansModel, c: torch.Tensor) -> _CentreProjections:
     layer = model.layer
     tokens = embed_centres(c, model.embedding)
     a1, a3 = layer.points_to_centres, layer.centres_to_points
-    return _CentreProjections(tokens, a1.k_proj(tokens), a1.v_proj(tokens), a3.q_proj(tokens))
+    kv_maps = torch.cat([a3.k_proj.weight, a3.v_proj.weight], dim=0)  # (2e, e)
+    return _CentreProjections(
+        tokens, a1.k_proj(tokens), a3.q_proj(tokens), a1.v_proj(tokens) @ kv_maps.T
+    )
 
 
 @torch.no_grad()
@@ -160,12 +180,18 @@ def centre_partial(
     """
     proj = _proj or _centre_projections(model, c)
     a1, a3 = model.layer.points_to_centres, model.layer.centres_to_points
-    updated = prepared.tokens + distance_attention(
-        prepared.queries, proj.a1_keys, proj.a1_values, gamma=a1.gamma
-    )
+    kv = prepared.keys_values
+    if kv is None:
+        kv = torch.cat([a3.k_proj(prepared.tokens), a3.v_proj(prepared.tokens)], dim=-1)
+    # A3 reads the points updated by A1, t + P V1 (P: A1's weights (b, m, k), V1: A1's
+    # values of the centres); its keys and values are linear in them, so they are the
+    # prepared ones plus P times A1's values through A3's maps: a (m, k) x (k, 2e) product
+    # instead of re-projecting every point.
+    weights = softmax_weights(prepared.queries, proj.a1_keys, gamma=a1.gamma)
+    kv = kv + _matmul(weights, proj.a1_values_to_a3)
+    e = kv.shape[-1] // 2
     return softmax_partial(
-        proj.a3_queries, a3.k_proj(updated), a3.v_proj(updated), gamma=a3.gamma,
-        key_weight=weight,
+        proj.a3_queries, kv[..., :e], kv[..., e:], gamma=a3.gamma, key_weight=weight
     )
 
 
