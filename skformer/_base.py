@@ -108,11 +108,14 @@ def labels_inertia(
     >>> labels_inertia(np.array([[0.0], [3.0]]), np.array([[1.0], [4.0]]))
     (array([0, 1], dtype=int32), 2.0)
     """
-    c = torch.from_numpy(np.asarray(centers, dtype=np.float64))[None]
+    # Both sides translated by the centres' mean: nearest centres and differences are
+    # unchanged, and |c|^2 - 2 x.c does not cancel for data far from the origin.
+    shift = np.asarray(centers, dtype=np.float64).mean(axis=0)
+    c = torch.from_numpy(np.asarray(centers, dtype=np.float64) - shift)[None]
     labels = np.empty(X.shape[0], dtype=np.int32)
     inertia = 0.0
     for s in range(0, X.shape[0], _ROWS):
-        x = torch.tensor(X[s : s + _ROWS], dtype=torch.float64)[None]
+        x = torch.from_numpy(np.asarray(X[s : s + _ROWS], dtype=np.float64) - shift)[None]
         w = None if sample_weight is None else torch.tensor(sample_weight[s : s + _ROWS])
         lab, part = _assign_chunk(x, c, None if w is None else w.to(torch.float64))
         labels[s : s + _ROWS] = lab.numpy()
@@ -126,9 +129,56 @@ def _same_clustering(a: np.ndarray, b: np.ndarray) -> bool:
     return pairs == np.unique(a).size == np.unique(b).size
 
 
+def _is_dask(X) -> bool:
+    """Whether ``X`` is a dask collection (told apart without importing dask)."""
+    return type(X).__module__.startswith("dask.")
+
+
 def _tolerance(X: np.ndarray, tol: float) -> float:
     """KMeans' relative tolerance: ``tol`` times the mean per-feature variance."""
-    return 0.0 if tol == 0 else float(np.mean(np.var(X, axis=0)) * tol)
+    if tol == 0:
+        return 0.0
+    with np.errstate(over="ignore", under="ignore"):
+        return float(np.mean(np.var(X, axis=0)) * tol)
+
+
+def _column_mean(X: np.ndarray) -> np.ndarray:
+    """``X.mean(axis=0)`` as KMeans computes it; in float64 where that overflows."""
+    with np.errstate(over="ignore"):
+        mean = X.mean(axis=0)
+    if not np.all(np.isfinite(mean)):
+        mean = X.mean(axis=0, dtype=np.float64).astype(X.dtype)
+    return mean
+
+
+def _unit_power(Xc: np.ndarray) -> int:
+    """The exponent ``p`` with ``max |Xc| / 2**p`` in ``[1, 2)`` (0 for all-zero data)."""
+    top = float(np.max(np.abs(Xc))) if Xc.size else 0.0
+    if top == 0.0 or not np.isfinite(top):
+        return 0
+    return int(np.frexp(top)[1]) - 1
+
+
+def _scaled_tolerance(tol_user: float, power: int, Xs: np.ndarray, tol: float) -> float:
+    """The tolerance in the frame scaled by ``2**-power`` (exactly KMeans' value, scaled),
+    recomputed on the scaled data ``Xs`` if the user-unit value overflowed or underflowed."""
+    if tol == 0:
+        return 0.0
+    if np.isfinite(tol_user) and tol_user > 0:
+        scaled = float(np.ldexp(tol_user, -2 * power))
+        if scaled > 0 and np.isfinite(scaled):
+            return scaled
+    return _tolerance(Xs, tol)
+
+
+def _rescaled_callable(init, power: int):
+    """A callable ``init`` that sees the centred data in the user's units, as in KMeans."""
+
+    def scaled_init(X, n_clusters, random_state):
+        centers = init(np.ldexp(X, power), n_clusters, random_state=random_state)
+        return np.ldexp(np.asarray(centers, dtype=X.dtype), -power)
+
+    return scaled_init
 
 
 class BaseTransformerKMeans(
@@ -233,7 +283,7 @@ class BaseTransformerKMeans(
             step = model(x, c, w)
             shift = float((step.centres - c).square().sum())
             c = step.centres
-            logger.info("Iteration %d, centre shift %.6g.", i, shift)
+            logger.info("Iteration %d, centre shift %.6g.", i, self._user_units(shift))
             if labels_old is not None and torch.equal(step.labels, labels_old):
                 logger.info("Converged at iteration %d: strict convergence.", i)
                 break
@@ -253,6 +303,10 @@ class BaseTransformerKMeans(
             labels.append(lab)
             parts.append(part)
         return float(torch.stack(parts).sum()), torch.cat(labels).cpu().numpy()
+
+    def _user_units(self, squared: float) -> float:
+        """A squared distance of the fit's scaled frame in the user's units (for logs)."""
+        return float(np.ldexp(squared, 2 * getattr(self, "_power", 0)))
 
     def _prepare(self, model, x, w, random_state):
         """What :meth:`_single_run` iterates; the model itself unless overridden."""
@@ -286,6 +340,10 @@ class BaseTransformerKMeans(
         self : object
             Fitted estimator.
         """
+        if _is_dask(X):  # a dask.array: fitted block by block (skformer.dask)
+            from .dask import fit_dask
+
+            return fit_dask(self, X, sample_weight)
         with _verbose_logging(self.verbose):
             return self._fit(X, sample_weight)
 
@@ -304,11 +362,19 @@ class BaseTransformerKMeans(
             init = check_array(init, dtype=X.dtype, copy=True, order="C")
             self._validate_center_shape(X, init)
 
-        # Centre the data (a translation preserves the k-means problem) for accuracy.
-        X_mean = X.mean(axis=0)
+        # Centre the data and bring it to unit size by a power of two. A translation and
+        # one scale preserve the k-means problem; a power of two rescales every float
+        # exactly, so the steps are those on the raw data, but squared distances can
+        # neither overflow nor underflow, whatever the data's units.
+        X_mean = _column_mean(X)
         Xc = X - X_mean
+        power = self._power = _unit_power(Xc)
+        np.ldexp(Xc, -power, out=Xc)
+        self._tol = _scaled_tolerance(self._tol, power, Xc, self.tol)
         if _is_arraylike_not_scalar(init):
-            init = init - X_mean
+            init = np.ldexp(init - X_mean, -power)
+        elif callable(init) and power != 0:
+            init = _rescaled_callable(init, power)
         x = torch.from_numpy(Xc).to(device).unsqueeze(0)
         unit = bool(np.all(sample_weight == 1))
         w = None if unit else torch.from_numpy(sample_weight).to(device).unsqueeze(0)
@@ -330,7 +396,7 @@ class BaseTransformerKMeans(
             ):
                 best = run
 
-        centers = best.centers.cpu().numpy() + X_mean
+        centers = np.ldexp(best.centers.cpu().numpy(), power) + X_mean
         self.cluster_centers_ = centers.astype(X.dtype, copy=False)
         self._n_features_out = self.cluster_centers_.shape[0]
         self.labels_, self.inertia_ = labels_inertia(X, self.cluster_centers_, sample_weight)
@@ -366,6 +432,7 @@ class BaseTransformerKMeans(
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            A lazy dask array when ``X`` is a dask array.
         """
         return self.fit(X, sample_weight=sample_weight).labels_
 
@@ -379,8 +446,13 @@ class BaseTransformerKMeans(
         Returns
         -------
         labels : ndarray of shape (n_samples,), int32
+            A dask array when ``X`` is a dask array.
         """
         check_is_fitted(self)
+        if _is_dask(X):
+            from .dask import predict_dask
+
+            return predict_dask(self, X)
         X = self._check_test_data(X)
         return labels_inertia(X, self.cluster_centers_)[0]
 
@@ -397,6 +469,8 @@ class BaseTransformerKMeans(
         -------
         X_new : ndarray of shape (n_samples, n_clusters)
         """
+        if _is_dask(X):
+            return self.fit(X, sample_weight=sample_weight).transform(X)
         return self.fit(X, sample_weight=sample_weight)._transform(self._check_test_data(X))
 
     def transform(self, X):
@@ -409,8 +483,13 @@ class BaseTransformerKMeans(
         Returns
         -------
         X_new : ndarray of shape (n_samples, n_clusters)
+            A dask array when ``X`` is a dask array.
         """
         check_is_fitted(self)
+        if _is_dask(X):
+            from .dask import transform_dask
+
+            return transform_dask(self, X)
         return self._transform(self._check_test_data(X))
 
     def _transform(self, X):
@@ -430,6 +509,10 @@ class BaseTransformerKMeans(
         score : float
         """
         check_is_fitted(self)
+        if _is_dask(X):
+            from .dask import score_dask
+
+            return score_dask(self, X, sample_weight)
         X = self._check_test_data(X)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype)
         return -labels_inertia(X, self.cluster_centers_, sample_weight)[1]

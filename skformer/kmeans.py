@@ -316,7 +316,7 @@ class TransformerKMeans(BaseTransformerKMeans):
             z[:, s : s + _ROWS] = engine.to_model_frame(x[:, s : s + _ROWS])
         engine.weight = None if w is None else w.float()
         idx = _context_indices(x.shape[1], self.max_context, random_state)
-        context = context_weight = None
+        context, context_weight = None, engine.weight  # A2's keys: all points, weighted
         if idx is not None:
             index = torch.from_numpy(idx).to(x.device)
             context = z[:, index]
@@ -348,7 +348,8 @@ class TransformerKMeans(BaseTransformerKMeans):
             z, n_steps = new, n_steps + 1
             objective = engine.objective(z)
             logger.info("Learned step %d, centre shift %.6g, objective %.6g.", i,
-                        shift * engine.scale**2, objective * engine.scale**2)
+                        self._user_units(shift * engine.scale**2),
+                        self._user_units(objective * engine.scale**2))
             if objective < best:
                 best_z, best = z, objective
             if objective < reference * (1.0 - self.tol):
