@@ -29,7 +29,8 @@ def test_bench_exact_small(tmp_path, capsys):
     assert main([*args, "--no-memory", "--out", str(out)]) == 0
     (record,) = json.loads(out.read_text())
     assert record["n"] == 3000 and record["k"] == 4 and record["iterations"] == 4
-    assert record["iter_time_ratio"] > 0 and record["fit_time_ratio"] > 0
+    # A marginal time (long fit - short fit) can come out negative on a busy machine.
+    assert np.isfinite(record["iter_time_ratio"]) and record["fit_time_ratio"] > 0
     assert "| 3,000 | 4 |" in capsys.readouterr().out
 
 

@@ -1,0 +1,325 @@
+"""Fault injection on the model store (what tests/test_store.py does not already cover).
+
+* Every truncation of a model file (each length from 0 to the full size minus one)
+  and a one-bit flip in every byte (bit ``pos % 8`` of byte ``pos``: header length, JSON
+  header with the skformer metadata, tensor data) are refused by :func:`read_model` with
+  :class:`ModelStoreError`.
+* The same faults in the *cache*: ``load_model(..., pretrain=False)`` raises
+  ModelStoreError and returns nothing; ``load_model(...)`` (``pretrain=True``) warns,
+  pretrains again and returns the freshly trained weights, never the broken ones, and
+  the cache file is valid again.
+* Two processes running :func:`pretrain` for the same shape at the same moment (no
+  lock: each trains and saves) leave exactly one valid file and no temporary file, and
+  both get a model.
+* A process killed while it pretrains on demand (during training, or with its
+  temporary file written but not yet renamed) leaves nothing under the final name and
+  releases the lock; the next ``load_model`` trains and loads.
+"""
+
+import hashlib
+import os
+import struct
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+import skformer
+from skformer import store
+from skformer.store import ModelStoreError, load_model, read_model
+from skformer.training import TrainingConfig
+
+TINY = dict(steps=3, eval_every=3, n_val_tasks=8, n_points=32)
+NAME = "d2_k3_binary_l2.safetensors"
+REPO = Path(skformer.__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    """Every test gets its own empty cache and no shipped weights (as test_store.py)."""
+    monkeypatch.setenv("SKFORMER_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(store, "shipped_dir", lambda: tmp_path / "no-shipped-weights")
+    return tmp_path / "cache"
+
+
+def _tiny_config(d, k, embedding, loss):
+    return TrainingConfig.fast(d, k, embedding=embedding, loss=loss, **TINY)
+
+
+@pytest.fixture
+def tiny_on_demand(monkeypatch):
+    """On-demand pretraining with a tiny run; counts the calls of ``train``."""
+    calls = []
+    real_train = store.train
+
+    def counting_train(config, **kwargs):
+        calls.append(config)
+        return real_train(config, **kwargs)
+
+    monkeypatch.setattr(store, "_on_demand_config", _tiny_config)
+    monkeypatch.setattr(store, "train", counting_train)
+    return calls
+
+
+@pytest.fixture(scope="module")
+def good_file(tmp_path_factory) -> bytes:
+    """The bytes of a valid model file: what tiny on-demand pretraining writes."""
+    path = tmp_path_factory.mktemp("good") / NAME
+    store._pretrain(_tiny_config(2, 3, "binary", "l2"), path=path, progress=False,
+                    device="cpu")
+    return path.read_bytes()
+
+
+def _layout(data: bytes) -> tuple[int, int]:
+    """(start of the JSON header, start of the tensor data)."""
+    (size,) = struct.unpack("<Q", data[:8])
+    return 8, 8 + size
+
+
+def _flip(data: bytes, pos: int, mask: int | None = None) -> bytes:
+    """``data`` with one bit flipped at ``pos`` (by default bit ``pos % 8``)."""
+    out = bytearray(data)
+    out[pos] ^= (1 << (pos % 8)) if mask is None else mask
+    return bytes(out)
+
+
+def _metadata_digit(data: bytes) -> int:
+    """Position of a digit inside the skformer metadata (the training seconds)."""
+    pos = data.index(b"seconds")
+    while not data[pos : pos + 1].isdigit():
+        pos += 1
+    return pos
+
+
+def _state(model) -> dict[str, torch.Tensor]:
+    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+# ---------------------------------------------------------------- read_model sweeps
+
+
+def test_every_truncation_is_refused(tmp_path, good_file):
+    path = tmp_path / NAME
+    path.write_bytes(good_file)
+    with open(path, "r+b") as f:  # cut in place, longest first (rewriting is slower)
+        for length in reversed(range(len(good_file))):
+            f.truncate(length)
+            f.flush()
+            with pytest.raises(ModelStoreError):
+                read_model(path)
+    assert path.stat().st_size == 0
+
+
+@pytest.mark.parametrize("region", ["length prefix", "JSON header", "tensor data"])
+def test_a_bit_flip_in_every_byte_is_refused(tmp_path, good_file, region):
+    header, tensors = _layout(good_file)
+    positions = {"length prefix": range(0, header), "JSON header": range(header, tensors),
+                 "tensor data": range(tensors, len(good_file))}[region]
+    assert len(positions) > 0
+    path = tmp_path / NAME
+    path.write_bytes(good_file)
+    accepted = []
+    with open(path, "r+b") as f:  # flip in place (rewriting the file is slower)
+        for pos in positions:
+            f.seek(pos)
+            f.write(_flip(good_file, pos)[pos : pos + 1])
+            f.flush()
+            try:
+                read_model(path)
+            except ModelStoreError:
+                pass
+            else:
+                accepted.append(pos)
+            f.seek(pos)
+            f.write(good_file[pos : pos + 1])
+            f.flush()
+    assert accepted == [], f"flips accepted at {accepted[:10]} ({len(accepted)} in all)"
+    assert path.read_bytes() == good_file and read_model(path)
+
+
+# ------------------------------------------------------------ the same in the cache
+
+
+def _faults(data: bytes) -> dict[str, bytes]:
+    """The faults injected into a cached file, by name (see FAULTS)."""
+    header, tensors = _layout(data)
+    return {
+        "truncated in the tensor data": data[: (tensors + len(data)) // 2],
+        "truncated in the header": data[: (header + tensors) // 2],
+        "a bit of the tensor data": _flip(data, tensors + (len(data) - tensors) // 3, 0x01),
+        "a digit of the metadata": _flip(data, _metadata_digit(data), 0x01),
+        "a byte of the header JSON": _flip(data, header + 1, 0x10),  # '{"' -> '{2'
+    }
+
+
+FAULTS = ["truncated in the tensor data", "truncated in the header",
+          "a bit of the tensor data", "a digit of the metadata", "a byte of the header JSON"]
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_broken_cache_file_without_pretraining_is_an_error(
+    _cache, good_file, tiny_on_demand, fault
+):
+    _cache.mkdir()
+    path = _cache / NAME
+    path.write_bytes(_faults(good_file)[fault])
+    with pytest.raises(ModelStoreError):
+        load_model(2, 3, pretrain=False)
+    assert tiny_on_demand == []
+    assert path.read_bytes() == _faults(good_file)[fault]  # left for the user to see
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_broken_cache_file_is_pretrained_again(_cache, good_file, tiny_on_demand, fault):
+    _cache.mkdir()
+    path = _cache / NAME
+    broken = _faults(good_file)[fault]
+    path.write_bytes(broken)
+    good = _state(_read_bytes(good_file, _cache.parent))
+    with pytest.warns(UserWarning, match="Pretraining it again"):
+        model = load_model(2, 3)
+    assert len(tiny_on_demand) == 1
+    # The weights returned are the fresh (deterministic) training run, not the broken file.
+    assert _same(_state(model), good)
+    assert path.read_bytes() != broken
+    assert _same(_state(read_model(path).model), good)
+    assert sorted(p.name for p in _cache.iterdir()) == [NAME, NAME + ".lock"]
+
+
+def _read_bytes(data: bytes, folder: Path):
+    path = folder / "copy.safetensors"
+    path.write_bytes(data)
+    return read_model(path).model
+
+
+# ------------------------------------------------------------- several processes
+
+
+def _env(cache: Path) -> dict[str, str]:
+    env = dict(os.environ, SKFORMER_CACHE_DIR=str(cache), OMP_NUM_THREADS="1",
+               MKL_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    return env
+
+
+def _python(code: str, cache: Path, *args) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
+        env=_env(cache), cwd=cache.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
+    end = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None:
+            raise AssertionError(f"the child ended first: {proc.communicate()}")
+        if time.monotonic() > end:
+            raise AssertionError(f"{path.name} did not appear in {timeout} s")
+        time.sleep(0.02)
+
+
+RACER = """
+    import hashlib, pathlib, sys, time
+    import torch
+    from skformer import store
+    go = pathlib.Path(sys.argv[1])
+    pathlib.Path(sys.argv[2]).touch()  # imported: ready
+    while not go.exists():
+        time.sleep(0.005)
+    model = store.pretrain(2, 3, steps=3, eval_every=3, n_val_tasks=8, n_points=32)
+    h = hashlib.sha256()
+    for name, t in sorted(model.state_dict().items()):
+        h.update(name.encode() + t.detach().cpu().numpy().tobytes())
+    x = torch.rand(1, 16, 2, generator=torch.Generator().manual_seed(0))
+    print(h.hexdigest(), bool(torch.isfinite(model.step(x, x[:, :3])).all()))
+"""
+
+
+def test_two_processes_pretraining_at_once_leave_one_valid_file(_cache, tmp_path):
+    go = tmp_path / "go"
+    ready = [tmp_path / f"ready{i}" for i in range(2)]
+    procs = [_python(RACER, _cache, go, r) for r in ready]
+    try:
+        for r, p in zip(ready, procs, strict=True):
+            _wait_for(r, p)
+        go.touch()  # both start training at once, and save at about the same time
+        outs = [p.communicate(timeout=120) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    assert [p.returncode for p in procs] == [0, 0], outs
+    digests = {out.split()[0] for out, _ in outs}
+    assert all(out.split()[1] == "True" for out, _ in outs)
+    assert sorted(p.name for p in _cache.iterdir()) == [NAME]  # no temporary file left
+    stored = read_model(_cache / NAME).model
+    h = hashlib.sha256()
+    for name, t in sorted(stored.state_dict().items()):
+        h.update(name.encode() + t.detach().cpu().numpy().tobytes())
+    assert digests == {h.hexdigest()}  # same seed: both trained these weights
+
+
+KILLED = """
+    import os, pathlib, sys, time
+    from skformer import store
+    from skformer.training import TrainingConfig
+    marker, where = pathlib.Path(sys.argv[1]), sys.argv[2]
+    store.shipped_dir = lambda: marker.parent / "no-shipped-weights"
+    real_train, real_replace = store.train, os.replace
+    if where == "training":  # a run that trains until killed
+        def config(d, k, embedding, loss):
+            return TrainingConfig.fast(d, k, embedding=embedding, loss=loss, steps=10**6,
+                                       eval_every=10**6, n_val_tasks=8, n_points=32)
+        def train(config, **kwargs):
+            marker.touch()
+            return real_train(config, **kwargs)
+        store.train = train
+    else:  # a tiny run whose temporary file is written, then never renamed
+        def config(d, k, embedding, loss):
+            return TrainingConfig.fast(d, k, embedding=embedding, loss=loss, steps=3,
+                                       eval_every=3, n_val_tasks=8, n_points=32)
+        def replace(src, dst):
+            marker.touch()
+            time.sleep(600)
+            real_replace(src, dst)
+        os.replace = replace
+    store._on_demand_config = config
+    store.load_model(2, 3)
+"""
+
+
+@pytest.mark.parametrize("where", ["training", "writing"])
+def test_killed_pretraining_leaves_no_partial_file(_cache, tmp_path, tiny_on_demand, where):
+    fcntl = pytest.importorskip("fcntl")
+    marker = tmp_path / "marker"
+    proc = _python(KILLED, _cache, marker, where)
+    try:
+        _wait_for(marker, proc)
+        time.sleep(0.3)  # well inside the training run, or the sleep before the rename
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    left = sorted(p.name for p in _cache.iterdir())
+    assert NAME not in left
+    temporaries = [n for n in left if n.endswith(".tmp")]
+    # A killed process cannot remove its temporary file; it is never read.
+    assert len(temporaries) == (1 if where == "writing" else 0), left
+    assert all(n.startswith(f".{NAME}.") for n in temporaries)
+    with open(_cache / (NAME + ".lock"), "a+b") as f:  # the kernel released the lock
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    with pytest.raises(LookupError):
+        load_model(2, 3, pretrain=False)  # the temporary file is not a model
+
+    model = load_model(2, 3)  # recovers: trains and loads
+    assert len(tiny_on_demand) == 1 and not model.training
+    assert _same(_state(read_model(_cache / NAME).model), _state(model))
