@@ -321,10 +321,15 @@ class TransformerKMeans(BaseTransformerKMeans):
             index = torch.from_numpy(idx).to(x.device)
             context = z[:, index]
             context_weight = None if w is None else engine.weight[:, index]
-        engine.prepared = prepare_points(engine.learned, z, context, context_weight)
+        engine.prepared = prepare_points(engine.learned, z, context, context_weight,
+                                         keep_tokens=False)
         engine.points = z
-        sq = z[0].double().square().sum(-1)
-        engine.points_sq = float(sq.sum() if w is None else (sq * w[0].double()).sum())
+        engine.points_sq = 0.0
+        for s in range(0, x.shape[1], _ROWS):  # sum_i w_i |z_i|^2, chunk by chunk
+            sq = z[0, s : s + _ROWS].double().square().sum(-1)
+            if w is not None:
+                sq = sq * w[0, s : s + _ROWS].double()
+            engine.points_sq += float(sq.sum())
         return engine
 
     def _learned_steps(self, engine: _Engine, c: torch.Tensor) -> tuple[torch.Tensor, int]:

@@ -50,8 +50,9 @@ _BLOCK = 2**20
 class PreparedPoints(NamedTuple):
     """What a learned step needs of the points, computed once per data set."""
 
-    tokens: torch.Tensor
-    """Point tokens after A2, ``[x ; 0] + A2([x ; 0], context)``, shape (b, n, e)."""
+    tokens: torch.Tensor | None
+    """Point tokens after A2, ``[x ; 0] + A2([x ; 0], context)``, shape (b, n, e); None
+    when not kept (``keys_values`` holds what the steps need)."""
     queries: torch.Tensor
     """A1 query projections of the tokens ``[x ; 0]``, shape (b, n, e)."""
     keys_values: torch.Tensor | None = None
@@ -61,7 +62,8 @@ class PreparedPoints(NamedTuple):
     def rows(self, start: int, stop: int) -> PreparedPoints:
         """The prepared points ``start:stop`` (a block of a map-reduce step)."""
         kv = None if self.keys_values is None else self.keys_values[:, start:stop]
-        return PreparedPoints(self.tokens[:, start:stop], self.queries[:, start:stop], kv)
+        tokens = None if self.tokens is None else self.tokens[:, start:stop]
+        return PreparedPoints(tokens, self.queries[:, start:stop], kv)
 
 
 def _rows(b: int, width: int) -> int:
@@ -84,6 +86,7 @@ def prepare_points(
     context_weight: torch.Tensor | None = None,
     *,
     chunk_rows: int | None = None,
+    keep_tokens: bool = True,
 ) -> PreparedPoints:
     """Point tokens after A2 and A1's queries: the step-independent part of a step.
 
@@ -98,6 +101,9 @@ def prepare_points(
         Multiplicities of the context points (sample weights).
     chunk_rows : int, default=None
         Points per chunk (default: about ``2**20 / max(r, e)``).
+    keep_tokens : bool, default=True
+        Keep the tokens after A2 (the steps read only A3's prepared keys and values;
+        False saves ``n x e`` floats, and ``tokens`` is then None).
 
     Returns
     -------
@@ -113,21 +119,25 @@ def prepare_points(
     torch.Size([1, 100, 4])
     """
     _check_softmax(model)
-    points = embed_points(x, model.embedding, model.n_clusters)
-    ctx = points if context is None else embed_points(context, model.embedding, model.n_clusters)
+    kind, k = model.embedding, model.n_clusters
+    # All the point tokens are needed at once only as A2's keys (no context given).
+    points = embed_points(x, kind, k) if context is None else None
+    ctx = points if context is None else embed_points(context, kind, k)
     a1, a2 = model.layer.points_to_centres, model.layer.points_to_points
     keys, values = a2.k_proj(ctx), a2.v_proj(ctx)
     a3 = model.layer.centres_to_points
-    tokens, queries = torch.empty_like(points), torch.empty_like(points)
-    e = points.shape[-1]
-    keys_values = points.new_empty((*points.shape[:-1], 2 * e))
-    rows = chunk_rows or _rows(x.shape[0], max(ctx.shape[-2], points.shape[-1]))
-    for s in range(0, points.shape[-2], rows):
-        p = points[:, s : s + rows]
+    b, n, e = *x.shape[:-1], ctx.shape[-1]
+    tokens = x.new_empty((b, n, e)) if keep_tokens else None
+    queries = x.new_empty((b, n, e))
+    keys_values = x.new_empty((b, n, 2 * e))
+    rows = chunk_rows or _rows(b, max(ctx.shape[-2], e))
+    for s in range(0, n, rows):
+        p = embed_points(x[:, s : s + rows], kind, k) if points is None else points[:, s : s + rows]
         t = p + distance_attention(
             a2.q_proj(p), keys, values, gamma=a2.gamma, key_weight=context_weight
         )
-        tokens[:, s : s + rows] = t
+        if keep_tokens:
+            tokens[:, s : s + rows] = t
         queries[:, s : s + rows] = a1.q_proj(p)
         keys_values[:, s : s + rows, :e] = a3.k_proj(t)
         keys_values[:, s : s + rows, e:] = a3.v_proj(t)
@@ -258,9 +268,9 @@ def streamed_step(
     True
     """
     proj = _centre_projections(model, c)
-    rows = chunk_rows or _rows(c.shape[0], max(c.shape[-2], prepared.tokens.shape[-1]))
+    rows = chunk_rows or _rows(c.shape[0], max(c.shape[-2], 2 * prepared.queries.shape[-1]))
     total = None
-    for s in range(0, prepared.tokens.shape[-2], rows):
+    for s in range(0, prepared.queries.shape[-2], rows):
         w = None if weight is None else weight[:, s : s + rows]
         part = centre_partial(model, prepared.rows(s, s + rows), c, w, _proj=proj)
         total = part if total is None else merge_partials(total, part)
