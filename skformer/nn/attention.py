@@ -181,10 +181,16 @@ def distance_attention(
 
 
 def _dropout(p: torch.Tensor, rate: float, generator: torch.Generator | None) -> torch.Tensor:
+    """Inverted dropout of attention weights: PyTorch's fused kernel (global generator),
+    or a boolean mask drawn from ``generator``; either way autograd keeps one byte per
+    weight, not a float."""
     if rate <= 0.0:
         return p
-    keep = torch.rand(p.shape, generator=generator, device=p.device, dtype=p.dtype) >= rate
-    return p * keep / (1.0 - rate)
+    if generator is None:
+        return torch.nn.functional.dropout(p, rate, training=True)
+    keep = torch.empty(p.shape, dtype=torch.bool, device=p.device)
+    keep.bernoulli_(1.0 - rate, generator=generator)
+    return p * keep * (1.0 / (1.0 - rate))
 
 
 def _sparsemax_block(qc, k, v, scale, dropout, generator):
@@ -208,7 +214,8 @@ def _score_floor(dtype: torch.dtype, n_keys: int) -> float:
     Weights below ``exp(floor) ~ 1e-34 / n_keys`` (float32) change nothing a float can
     show, but exponentials and products of subnormal floats run many times slower on
     CPUs, and softmaxes over distances produce them in bulk. Raising lower scores to
-    the floor keeps every weight normal.
+    the floor keeps every weight normal. Applied on the CPU without autograd (where the
+    streamed inference runs); under autograd it would cost a saved copy of the scores.
     """
     return math.log(torch.finfo(dtype).tiny) + math.log(max(n_keys, 1)) + 1.0
 
@@ -262,8 +269,9 @@ def _weights(qc, k, k_sq, scale, log_w):
         dim = -1
     if log_w is not None:
         s = s + (log_w.unsqueeze(-1) if few else log_w.unsqueeze(-2))
-    floor = _score_floor(s.dtype, s.shape[dim])
-    p = torch.softmax(torch.maximum(s, s.amax(dim, keepdim=True) + floor), dim=dim)
+    if s.device.type == "cpu" and not s.requires_grad:  # see _score_floor
+        s = torch.maximum(s, s.amax(dim, keepdim=True) + _score_floor(s.dtype, s.shape[dim]))
+    p = torch.softmax(s, dim=dim)
     if log_w is not None:
         absent = torch.isinf(log_w).unsqueeze(-1 if few else -2)
         p = torch.nan_to_num(p, nan=0.0).masked_fill(absent, 0.0)
