@@ -188,8 +188,9 @@ def _dropout(p: torch.Tensor, rate: float, generator: torch.Generator | None) ->
         return p
     if generator is None:
         return torch.nn.functional.dropout(p, rate, training=True)
-    keep = torch.empty(p.shape, dtype=torch.bool, device=p.device)
-    keep.bernoulli_(1.0 - rate, generator=generator)
+    # Drawn where the generator lives (a CPU generator may drive a CUDA model).
+    keep = torch.empty(p.shape, dtype=torch.bool, device=generator.device)
+    keep = keep.bernoulli_(1.0 - rate, generator=generator).to(p.device)
     return p * keep * (1.0 / (1.0 - rate))
 
 
