@@ -14,6 +14,9 @@ pretrain
     ``skformer pretrain --d 32 --k 10``.
 bench
     Run a benchmark, e.g. ``skformer bench exact --n 100000 --k 10 100``.
+probe
+    Run one of the paper's probes of the learned model, e.g.
+    ``skformer probe multistep --plot multistep.png``.
 
 The parser is built from one sub-parser per command, so that later commands
 (``cluster``, ``pretrain``, ``bench``, ``probe``) plug in by adding a ``_add_<name>``
@@ -419,12 +422,37 @@ def _add_bench(subparsers) -> None:
     p.set_defaults(func=_run_bench)
 
 
+def _run_probe(args: argparse.Namespace) -> int:
+    """Import the probe's module and hand it the remaining options."""
+    import importlib
+
+    from skformer.experiments.probes import PROBES
+
+    module = importlib.import_module(PROBES[args.probe][0])
+    return int(module.main(args.options))
+
+
+def _add_probe(subparsers) -> None:
+    from skformer.experiments.probes import PROBES
+
+    p = subparsers.add_parser(
+        "probe",
+        help="run one of the paper's probes (skformer probe NAME --help for its options)",
+        description="Run one of the paper's probes of the learned model. "
+        + " ".join(f"'{name}': {text}." for name, (_, text) in PROBES.items()),
+    )
+    p.add_argument("probe", choices=list(PROBES))
+    p.add_argument("options", nargs=argparse.REMAINDER, help="options of the probe")
+    p.set_defaults(func=_run_probe)
+
+
 # Each entry adds one sub-command to the parser; later commands append here.
 _COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _add_demo,
     _add_cluster,
     _add_pretrain,
     _add_bench,
+    _add_probe,
 )
 
 
