@@ -9,6 +9,7 @@ import torch
 
 from skformer.cli import main as cli_main
 from skformer.experiments.probes import convergence, length, loss_gap, multistep
+from skformer.experiments.probes._common import obtain_model
 from skformer.losses import kmeans_cost, relative_loss
 from skformer.store import load_model
 from skformer.tasks import TaskConfig, sample_tasks
@@ -153,8 +154,8 @@ def test_multistep_step_one_is_the_models_single_step():
 
 
 def test_multistep_shipped_source_refuses_unshipped_configuration():
-    with pytest.raises(ValueError, match="ships 'binary:l2' models only"):
-        multistep.obtain_model("shipped", 2, 3, "onehot:ne")
+    with pytest.raises(ValueError, match="ships 'binary:l2' models trained on normal"):
+        obtain_model("shipped", 2, 3, "onehot:ne")
 
 
 # ------------------------------------------------------------------------------- length

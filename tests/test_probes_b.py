@@ -9,7 +9,7 @@ import torch
 from scipy.stats import wasserstein_distance
 
 from skformer.cli import main as cli_main
-from skformer.experiments.probes import dissimilarity, shift, transfer
+from skformer.experiments.probes import _common, dissimilarity, shift, transfer
 from skformer.losses import relative_loss
 from skformer.store import load_model
 from skformer.tasks import FAMILIES, sample_tasks
@@ -104,15 +104,15 @@ def test_shift_rejects_unpaired_shapes():
 
 
 def test_shipped_source_only_for_the_training_distribution():
-    with pytest.raises(ValueError, match="shipped models"):
-        shift.obtain_model("shipped", 2, 3, family="cauchy")
+    with pytest.raises(ValueError, match="no shipped model for d=2, k=3, binary:l2, cauchy"):
+        _common.obtain_model("shipped", 2, 3, family="cauchy")
 
 
 def test_describe_and_json_handle_non_finite(tmp_path):
-    summary = shift.describe([0.5, math.inf, 0.8])
+    summary = _common.describe([0.5, math.inf, 0.8])
     assert summary["mean"] is None and summary["n_nonfinite"] == 1
     assert summary["below_one"] == pytest.approx(2 / 3)
-    shift.write_json(tmp_path / "x.json", {"a": [math.nan, 1.0], "b": math.inf})
+    _common.write_json(tmp_path / "x.json", {"a": [math.nan, 1.0], "b": math.inf})
     assert _strict_json(tmp_path / "x.json") == {"a": [None, 1.0], "b": None}
 
 

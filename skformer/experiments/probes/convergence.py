@@ -44,8 +44,13 @@ from pathlib import Path
 
 import numpy as np
 
-from skformer.experiments.cost import _resolve_device, machine_info
-from skformer.experiments.probes.shift import figure, require_matplotlib, write_json
+from skformer.experiments.probes._common import (
+    figure,
+    machine_info,
+    publish,
+    require_matplotlib,
+    resolve_device,
+)
 
 __all__ = ["CONFIGS", "PRESETS", "curve_band", "format_summary", "main", "plot", "run",
            "summarise", "train_run"]
@@ -304,19 +309,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         require_matplotlib()
     settings = _settings(args)
-    device = _resolve_device(args.device)
+    device = resolve_device(args.device)
     start = time.perf_counter()
     records = run(settings, device, on_record=None if args.quiet else _report)
     result = {"probe": "convergence", "figure": "paper B Fig. 2", "settings": settings,
               "machine": machine_info(args.device), "seconds": time.perf_counter() - start,
               "summary": summarise(records), "records": records}
-    print(format_summary(result))
-    if args.out:
-        write_json(args.out, result)
-    if args.plot:
-        plot(result, args.plot)
-        print(f"figure: {args.plot}")
-    return 0
+    return publish(result, args, format_summary, plot)
 
 
 if __name__ == "__main__":

@@ -37,17 +37,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr, wasserstein_distance
 
-from skformer.experiments.cost import _resolve_device, machine_info
-from skformer.experiments.probes.shift import (
+from skformer.experiments.probes._common import (
     figure,
     require_matplotlib,
     seeded_generator,
+    timed_run,
     write_json,
 )
 from skformer.losses import pairwise_sq_dist
@@ -346,12 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     settings.update({key: getattr(args, key) for key in PRESETS[args.preset]
                      if getattr(args, key) is not None})
     settings.update(preset=args.preset, seed=args.seed, transfer=args.transfer, scale=0.1)
-    device = _resolve_device(args.device)
-    start = time.perf_counter()
-    result = run(settings, device)
-    result = {"probe": "dissimilarity", "figure": "paper B Fig. 9 / 19", "settings": settings,
-              "machine": machine_info(args.device), "seconds": time.perf_counter() - start,
-              **result}
+    result = timed_run("dissimilarity", "paper B Fig. 9 / 19", args, settings, run)
     if transfer is not None:
         result["transfer_correlation"] = compare_with_transfer(
             np.asarray(result["family_emd"]), transfer)

@@ -42,20 +42,20 @@ Run ``skformer probe length --out length.json --plot length.png``.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
 
-from skformer.experiments.cost import _resolve_device, machine_info
-from skformer.experiments.probes.multistep import SOURCES, obtain_model
-from skformer.experiments.probes.shift import (
+from skformer.experiments.probes._common import (
+    SOURCES,
     describe,
     figure,
+    obtain_model,
+    publish,
     require_matplotlib,
     score_model,
     seeded_generator,
-    write_json,
+    timed_run,
 )
 from skformer.tasks import TaskBatch, TaskConfig, sample_tasks
 
@@ -240,19 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         require_matplotlib()
     settings = _settings(args)
-    device = _resolve_device(args.device)
-    start = time.perf_counter()
-    result = run(settings, device)
-    result = {"probe": "length", "figure": "paper B Fig. 12", "settings": settings,
-              "machine": machine_info(args.device), "seconds": time.perf_counter() - start,
-              **result}
-    print(format_summary(result))
-    if args.out:
-        write_json(args.out, result)
-    if args.plot:
-        plot(result, args.plot)
-        print(f"figure: {args.plot}")
-    return 0
+    result = timed_run("length", "paper B Fig. 12", args, settings, run)
+    return publish(result, args, format_summary, plot)
 
 
 if __name__ == "__main__":

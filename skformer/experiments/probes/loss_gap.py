@@ -47,20 +47,21 @@ Run ``skformer probe loss-gap --out loss_gap.json --plot loss_gap.png``.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from skformer.experiments.cost import _resolve_device, machine_info
-from skformer.experiments.probes.multistep import ALL_CONFIGS, SOURCES, obtain_model
-from skformer.experiments.probes.shift import (
+from skformer.experiments.probes._common import (
+    SOURCES,
     figure,
+    obtain_model,
+    publish,
     require_matplotlib,
     seeded_generator,
-    write_json,
+    timed_run,
 )
+from skformer.experiments.probes.multistep import ALL_CONFIGS
 from skformer.losses import kmeans_cost, pairwise_sq_dist, smoothed_kmeans_loss
 from skformer.tasks import TaskConfig, sample_tasks
 
@@ -376,19 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         require_matplotlib()
     settings = _settings(args)
-    device = _resolve_device(args.device)
-    start = time.perf_counter()
-    result = run(settings, device)
-    result = {"probe": "loss-gap", "figure": "paper B Fig. 5", "settings": settings,
-              "machine": machine_info(args.device), "seconds": time.perf_counter() - start,
-              **result}
-    print(format_summary(result))
-    if args.out:
-        write_json(args.out, result)
-    if args.plot:
-        plot(result, args.plot)
-        print(f"figure: {args.plot}")
-    return 0
+    result = timed_run("loss-gap", "paper B Fig. 5", args, settings, run)
+    return publish(result, args, format_summary, plot)
 
 
 if __name__ == "__main__":

@@ -45,18 +45,19 @@ Run ``skformer probe multistep --out multistep.json --plot multistep.png``.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from skformer.experiments.cost import _resolve_device, machine_info
-from skformer.experiments.probes.shift import (
+from skformer.experiments.probes._common import (
+    SOURCES,
     figure,
+    obtain_model,
+    publish,
     require_matplotlib,
     seeded_generator,
-    write_json,
+    timed_run,
 )
 from skformer.losses import kmeans_cost, lloyd_costs
 from skformer.tasks import TaskConfig, sample_tasks
@@ -66,7 +67,6 @@ __all__ = ["METHODS", "PRESETS", "bands", "cost_paths", "format_summary", "main"
 
 METHODS = ("reembed", "naive", "lloyd")
 ALL_CONFIGS = ("onehot:ne", "binary:ne", "none:ne", "onehot:l2", "binary:l2", "none:l2")
-SOURCES = ("shipped", "fast", "paper")
 LABELS = {"onehot": "OH", "binary": "BN", "none": "NA"}
 COLOURS = {"onehot": "tab:blue", "binary": "tab:orange", "none": "tab:green"}
 
@@ -82,60 +82,6 @@ PRESETS: dict[str, dict] = {
 def _label(config: str) -> str:
     embedding, loss = config.split(":")
     return f"{LABELS[embedding]}:{loss.upper()}"
-
-
-def obtain_model(source: str, d: int, k: int, config: str, *, seed: int = 0,
-                 steps: int | None = None, device="cpu") -> tuple[torch.nn.Module, dict]:
-    """A learned model: the shipped one, or one trained now.
-
-    Parameters
-    ----------
-    source : {"shipped", "fast", "paper"}
-        ``"shipped"``: the model shipped with skformer (``"binary:l2"`` only).
-        ``"fast"`` / ``"paper"``: trained now with :meth:`TrainingConfig.fast` (warm start;
-        a cold start for NA, which has no exact construction) or
-        :meth:`TrainingConfig.paper` (the paper's cold start), ``tau = 0.1``.
-    d, k : int
-    config : str
-        ``"embedding:loss"``, e.g. ``"onehot:ne"``.
-    seed : int, default=0
-        Training seed.
-    steps : int, default=None
-        Training steps; None keeps the preset's.
-    device : torch.device or str, default="cpu"
-
-    Returns
-    -------
-    model : LearnedKMeansModel
-        In eval mode, on ``device``.
-    info : dict
-        Where the model came from (file, or training configuration and its result).
-    """
-    embedding, loss = config.split(":")
-    if source == "shipped":
-        from skformer.store import find_model, read_model
-
-        path = find_model(d, k, embedding=embedding, loss=loss)
-        if path is None:
-            raise ValueError(f"no stored model for d={d}, k={k}, {config}; skformer ships "
-                             "'binary:l2' models only. Use --source fast or paper.")
-        stored = read_model(path, map_location=device)
-        return stored.model.eval(), {"source": source, "file": path.name,
-                                     "training_config": stored.metadata["training_config"]}
-    if source not in SOURCES:
-        raise ValueError(f"source must be one of {SOURCES}, got {source!r}.")
-    from skformer.training import TrainingConfig, train
-
-    params = dict(embedding=embedding, loss=loss, tau=0.1, seed=seed)
-    if steps is not None:
-        params["steps"] = steps
-    if source == "fast" and embedding == "none":
-        params["init"] = "random"
-    cfg = getattr(TrainingConfig, source)(d, k, **params)
-    result = train(cfg, device=device)
-    return result.model.eval(), {"source": source, "training_config": cfg.to_dict(),
-                                 "seconds": result.seconds,
-                                 "val_relative_after": result.last_val_relative}
 
 
 @torch.no_grad()
@@ -376,19 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         require_matplotlib()
     settings = _settings(args)
-    device = _resolve_device(args.device)
-    start = time.perf_counter()
-    result = run(settings, device)
-    result = {"probe": "multistep", "figure": "paper B Fig. 6", "settings": settings,
-              "machine": machine_info(args.device), "seconds": time.perf_counter() - start,
-              **result}
-    print(format_summary(result))
-    if args.out:
-        write_json(args.out, result)
-    if args.plot:
-        plot(result, args.plot)
-        print(f"figure: {args.plot}")
-    return 0
+    result = timed_run("multistep", "paper B Fig. 6", args, settings, run)
+    return publish(result, args, format_summary, plot)
 
 
 if __name__ == "__main__":

@@ -46,18 +46,24 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import math
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from skformer.experiments.cost import _resolve_device, machine_info
-from skformer.losses import kmeans_cost, lloyd_costs, relative_loss
-from skformer.tasks import TaskBatch, TaskConfig, sample_tasks
+from skformer.experiments.probes._common import (
+    Scores,
+    describe,
+    figure,
+    obtain_model,
+    publish,
+    require_matplotlib,
+    score_model,
+    seeded_generator,
+    timed_run,
+    write_json,
+)
+from skformer.tasks import TaskConfig, sample_tasks
 
 __all__ = [
     "PRESETS",
@@ -96,238 +102,6 @@ PRESETS: dict[str, dict] = {
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def seeded_generator(seed: int, *keys: int) -> torch.Generator:
-    """A CPU generator for one stream, seeded from ``seed`` and integer ``keys``.
-
-    Parameters
-    ----------
-    seed : int
-    *keys : int
-        Non-negative integers naming the stream (e.g. ``d, k, variant index``).
-
-    Returns
-    -------
-    torch.Generator
-
-    Examples
-    --------
-    >>> a = seeded_generator(0, 8, 6).initial_seed()
-    >>> a == seeded_generator(0, 8, 6).initial_seed() != seeded_generator(0, 8, 7).initial_seed()
-    True
-    """
-    state = np.random.SeedSequence([int(seed), *map(int, keys)]).generate_state(1, np.uint64)
-    return torch.Generator().manual_seed(int(state[0]) >> 1)
-
-
-def describe(values) -> dict:
-    """Summary statistics of per-task ratios, JSON-ready.
-
-    Parameters
-    ----------
-    values : array-like of shape (b,)
-
-    Returns
-    -------
-    dict
-        ``n``, ``mean`` (None if a value is not finite), ``median``, ``q25``, ``q75``,
-        ``below_one`` (fraction of tasks where the model beats Lloyd) and ``n_nonfinite``.
-
-    Examples
-    --------
-    >>> describe([0.5, 1.5])["below_one"]
-    0.5
-    """
-    v = np.asarray(values, dtype=np.float64)
-    finite = np.isfinite(v)
-    with np.errstate(invalid="ignore"):  # inf - inf between two infinite tasks
-        q25, median, q75 = (float(q) for q in np.quantile(v, [0.25, 0.5, 0.75]))
-    return {
-        "n": int(v.size),
-        "mean": float(v.mean()) if finite.all() else None,
-        "median": median,
-        "q25": q25,
-        "q75": q75,
-        "below_one": float((v < 1).mean()),
-        "n_nonfinite": int((~finite).sum()),
-    }
-
-
-def _ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
-    """``num / den`` per task; 1 where both are 0 and inf where only ``den`` is."""
-    zero = den == 0
-    ratio = num / torch.where(zero, torch.ones_like(den), den)
-    degenerate = torch.where(num == 0, torch.ones_like(num), torch.full_like(num, math.inf))
-    return torch.where(zero, degenerate, ratio)
-
-
-@dataclass
-class Scores:
-    """Per-task scores of a model on a batch of tasks."""
-
-    relative: np.ndarray
-    """Paper eq. (20) per task: cost after one model step / cost after one Lloyd step."""
-    multistep: np.ndarray | None
-    """Cost after ``T`` re-embedded model steps / cost after ``T`` Lloyd steps (None if
-    ``T = 0``)."""
-
-
-@torch.no_grad()
-def score_model(
-    model: torch.nn.Module,
-    tasks: TaskBatch,
-    *,
-    horizon: int,
-    generators: tuple[torch.Generator, torch.Generator],
-    batch_size: int = 32,
-) -> Scores:
-    """One-step relative loss (eq. 20) and ``T``-step cost ratio of a model on tasks.
-
-    Parameters
-    ----------
-    model : LearnedKMeansModel
-        Evaluated in eval mode (no dropout).
-    tasks : TaskBatch
-        ``x`` of shape (b, n, d) and initial centres of shape (b, k, d).
-    horizon : int
-        ``T``, the number of re-embedded steps of the multi-step ratio; 0 skips it.
-    generators : pair of torch.Generator
-        Re-seeding of empty clusters for the one-step and the ``T``-step Lloyd baselines.
-    batch_size : int, default=32
-        Tasks per forward pass.
-
-    Returns
-    -------
-    Scores
-
-    Notes
-    -----
-    ``relative`` is :func:`skformer.losses.relative_loss` with ``reduction="none"``; its
-    mean over tasks is paper eq. (20).
-    """
-    model.eval()
-    x, c = tasks.x, tasks.centres
-    n_steps = max(1, int(horizon))
-    paths = torch.cat(
-        [model.iterate(x[s : s + batch_size], c[s : s + batch_size], n_steps)
-         for s in range(0, x.shape[0], batch_size)]
-    )  # (b, T + 1, k, d)
-    relative = relative_loss(x, c, paths[:, 1], generator=generators[0], reduction="none")
-    multistep = None
-    if horizon > 0:
-        lloyd = lloyd_costs(x, c, int(horizon), generator=generators[1])[:, -1]
-        multistep = _ratio(kmeans_cost(x, paths[:, -1]), lloyd).cpu().numpy()
-    return Scores(relative=relative.cpu().numpy(), multistep=multistep)
-
-
-def obtain_model(
-    source: str,
-    d: int,
-    k: int,
-    *,
-    seed: int = 0,
-    family: str = "normal",
-    embedding: str = "binary",
-    steps: int | None = None,
-    device: torch.device | str = "cpu",
-) -> tuple[torch.nn.Module, dict]:
-    """A learned model for ``(d, k)``: the shipped one, or one trained now.
-
-    Parameters
-    ----------
-    source : {"shipped", "fast", "paper"}
-        ``"shipped"``: the model shipped with skformer (trained on normal tasks; binary
-        embedding only). ``"fast"``: :meth:`TrainingConfig.fast` (warm start from the
-        exact construction). ``"paper"``: :meth:`TrainingConfig.paper` (cold start,
-        10,000 steps).
-    d, k : int
-    seed : int, default=0
-        Training seed.
-    family : str, default="normal"
-        Training task family (trained sources only).
-    embedding : {"binary", "onehot", "none"}, default="binary"
-    steps : int, default=None
-        Training steps; None keeps the preset's.
-    device : torch.device or str, default="cpu"
-
-    Returns
-    -------
-    model : LearnedKMeansModel
-        In eval mode, on ``device``.
-    info : dict
-        How the model was obtained (file or training configuration, seconds, final
-        relative validation loss).
-    """
-    if source == "shipped":
-        from skformer.store import find_model, load_model
-
-        if family != "normal" or embedding != "binary":
-            raise ValueError("shipped models are trained on 'normal' tasks with the "
-                             "'binary' embedding; use --source fast or paper.")
-        path = find_model(d, k)
-        model = load_model(d, k, pretrain=False, device=device)
-        return model.eval(), {"source": source, "file": None if path is None else path.name}
-    if source not in ("fast", "paper"):
-        raise ValueError(f"source must be one of {SOURCES}, got {source!r}.")
-    from skformer.training import TrainingConfig, train
-
-    params = dict(seed=seed, family=family, embedding=embedding)
-    if steps is not None:
-        params["steps"] = steps
-    if source == "fast" and embedding == "none":
-        params["init"] = "random"
-    config = getattr(TrainingConfig, source)(d, k, **params)
-    result = train(config, device=device)
-    info = {"source": source, "training_config": config.to_dict(),
-            "seconds": result.seconds, "val_relative_before": result.history[0]["val_relative"],
-            "val_relative_after": result.last_val_relative}
-    return result.model.eval(), info
-
-
-def write_json(path: str | Path, payload: dict) -> None:
-    """Write ``payload`` as strict JSON (non-finite floats become null)."""
-
-    def clean(obj):
-        if isinstance(obj, float):
-            return obj if math.isfinite(obj) else None
-        if isinstance(obj, dict):
-            return {str(key): clean(value) for key, value in obj.items()}
-        if isinstance(obj, (list, tuple)):
-            return [clean(value) for value in obj]
-        return obj
-
-    Path(path).write_text(json.dumps(clean(payload), indent=1, allow_nan=False))
-
-
-def require_matplotlib() -> None:
-    """Fail early, with the install hint, if matplotlib is missing.
-
-    Raises
-    ------
-    ImportError
-        If matplotlib is not installed.
-    """
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError as exc:
-        raise ImportError(
-            "Plotting a probe requires matplotlib. Install with: pip install skformer[plot]"
-        ) from exc
-
-
-def figure(*args, **kwargs):
-    """A matplotlib :class:`~matplotlib.figure.Figure` (no pyplot, no backend state).
-
-    Raises
-    ------
-    ImportError
-        If matplotlib is not installed.
-    """
-    require_matplotlib()
-    from matplotlib.figure import Figure
-
-    return Figure(*args, **kwargs)
 
 
 # ------------------------------------------------------------------------------ the probe
@@ -394,8 +168,8 @@ def run(settings: dict, device: torch.device) -> dict:
         n_seeds = 1 if settings["source"] == "shipped" else settings["n_seeds"]
         for s in range(n_seeds):
             seed = settings["seed"] + s
-            model, info = obtain_model(settings["source"], d, k, seed=seed,
-                                       embedding=settings["embedding"],
+            model, info = obtain_model(settings["source"], d, k, f"{settings['embedding']}:l2",
+                                       seed=seed,
                                        steps=settings["steps"], device=device)
             models.append({"d": d, "k": k, "model_seed": seed, **info})
             scores = evaluate_shift(model, d, k, n=settings["n"], tasks=settings["tasks"],
@@ -488,19 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         require_matplotlib()
     settings = _settings(args)
-    device = _resolve_device(args.device)
-    start = time.perf_counter()
-    result = run(settings, device)
-    result = {"probe": "shift", "figure": "paper B Fig. 7", "settings": settings,
-              "machine": machine_info(args.device), "seconds": time.perf_counter() - start,
-              **result}
-    print(format_summary(result))
-    if args.out:
-        write_json(args.out, result)
-    if args.plot:
-        plot(result, args.plot)
-        print(f"figure: {args.plot}")
-    return 0
+    result = timed_run("shift", "paper B Fig. 7", args, settings, run)
+    return publish(result, args, format_summary, plot)
 
 
 if __name__ == "__main__":

@@ -39,21 +39,20 @@ Run ``skformer probe transfer --out transfer.json --plot transfer.png``.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from skformer.experiments.cost import _resolve_device, machine_info
-from skformer.experiments.probes.shift import (
+from skformer.experiments.probes._common import (
     describe,
     figure,
     obtain_model,
+    publish,
     require_matplotlib,
     score_model,
     seeded_generator,
-    write_json,
+    timed_run,
 )
 from skformer.tasks import FAMILIES, TaskConfig, sample_tasks
 
@@ -159,8 +158,8 @@ def run(settings: dict, device) -> dict:
     for train_family in FAMILIES:
         for s in range(settings["n_seeds"]):
             seed = settings["seed"] + s
-            model, info = obtain_model(settings["source"], d, k, seed=seed, family=train_family,
-                                       embedding=settings["embedding"],
+            model, info = obtain_model(settings["source"], d, k, f"{settings['embedding']}:l2",
+                                       seed=seed, family=train_family,
                                        steps=settings["steps"], device=device)
             models.append({"train_family": train_family, "model_seed": seed, **info})
             cells = _evaluate(model, tasks_by_family, settings)
@@ -298,20 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     settings.update({key: getattr(args, key) for key in settings
                      if getattr(args, key) is not None})
     settings.update(preset=args.preset, seed=args.seed, embedding=args.embedding)
-    device = _resolve_device(args.device)
-    start = time.perf_counter()
-    result = run(settings, device)
-    result = {"probe": "transfer", "figure": "paper B Fig. 8", "settings": settings,
-              "machine": machine_info(args.device), "seconds": time.perf_counter() - start,
-              **result}
+    result = timed_run("transfer", "paper B Fig. 8", args, settings, run)
     result["findings"] = _findings(result)
-    print(format_summary(result))
-    if args.out:
-        write_json(args.out, result)
-    if args.plot:
-        plot(result, args.plot)
-        print(f"figure: {args.plot}")
-    return 0
+    return publish(result, args, format_summary, plot)
 
 
 if __name__ == "__main__":
