@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from joblib import Parallel, delayed
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
@@ -380,17 +381,22 @@ class BaseTransformerKMeans(
         w = None if unit else torch.from_numpy(sample_weight).to(device).unsqueeze(0)
         model = self._prepare(self._make_model(X.shape[1], device, dtype), x, w, random_state)
 
-        best: _Run | None = None
+        # All starts are drawn first, in KMeans' order (the runs draw nothing), then the
+        # runs go through joblib: sequential by default, in parallel under a user's
+        # ``joblib.parallel_config(n_jobs=..., backend=...)`` (threads share the model).
+        starts = []
         for _ in range(self._n_init):
-            centers_init = self._init_centroids(Xc, init, random_state, sample_weight)
+            starts.append(self._init_centroids(Xc, init, random_state, sample_weight))
             logger.info("Initialization complete")
-            run = self._single_run(
-                model,
-                x,
-                w,
-                torch.from_numpy(np.asarray(centers_init)).to(device, dtype),
+        runs = Parallel(prefer="threads")(
+            delayed(self._single_run)(
+                model, x, w, torch.from_numpy(np.asarray(start)).to(device, dtype),
                 score=self._n_init > 1,
             )
+            for start in starts
+        )
+        best: _Run | None = None
+        for run in runs:
             if best is None or (
                 run.inertia < best.inertia and not _same_clustering(run.labels, best.labels)
             ):

@@ -256,3 +256,18 @@ def test_invalid_parameters(params, match):
 def test_bad_input_errors(X, params, match):
     with pytest.raises(ValueError, match=match):
         TransformerKMeans(**{"device": "cpu", **params}).fit(X)
+
+
+@pytest.mark.parametrize("estimator", [TransformerKMeans, ExactLloydTransformer])
+def test_n_init_runs_follow_the_joblib_backend(estimator):
+    """The n_init runs go through joblib: a threading backend gives the sequential result."""
+    from joblib import parallel_config
+
+    X, _ = blobs(9, n=400, d=4, k=4, std=2.5)
+    params = dict(n_clusters=4, init="random", n_init=4, random_state=0, device="cpu")
+    sequential = estimator(**params).fit(X)
+    with parallel_config(backend="threading", n_jobs=2):
+        parallel = estimator(**params).fit(X)
+    np.testing.assert_array_equal(parallel.cluster_centers_, sequential.cluster_centers_)
+    np.testing.assert_array_equal(parallel.labels_, sequential.labels_)
+    assert parallel.n_iter_ == sequential.n_iter_
