@@ -18,6 +18,8 @@ from skformer.tasks import TaskBatch
 
 __all__ = [
     "SOURCES",
+    "add_run_options",
+    "preset_settings",
     "Scores",
     "describe",
     "figure",
@@ -292,3 +294,26 @@ def timed_run(probe: str, figure_ref: str, args, settings: dict, run) -> dict:
     return {"probe": probe, "figure": figure_ref, "settings": settings,
             "machine": machine_info(args.device), "seconds": time.perf_counter() - start,
             **result}
+
+
+def add_run_options(parser, *, seed_help: str = "seed of every random stream") -> None:
+    """The options every probe has: ``--seed``, ``--device``, ``--out``, ``--plot``."""
+    parser.add_argument("--seed", type=int, default=0, help=seed_help)
+    parser.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu")
+    parser.add_argument("--out", help="write the numbers and settings to this JSON file")
+    parser.add_argument("--plot", help="save the figure to this PNG file (needs matplotlib)")
+
+
+def preset_settings(args, presets: dict, *, base: dict | None = None) -> dict:
+    """The preset's settings, updated by ``base`` then by every option given on the
+    command line; ``d`` and ``k`` lists (when present) must pair up."""
+    settings = {**presets[args.preset], **(base or {})}
+    for key in presets[args.preset]:
+        value = getattr(args, key, None)
+        if value is not None:
+            settings[key] = value
+    d, k = settings.get("d"), settings.get("k")
+    if isinstance(d, list) and isinstance(k, list) and len(d) != len(k):
+        raise SystemExit("--d and --k must list the same number of values (paired shapes).")
+    settings.update(preset=args.preset, seed=args.seed)
+    return settings

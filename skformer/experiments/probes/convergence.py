@@ -45,8 +45,10 @@ from pathlib import Path
 import numpy as np
 
 from skformer.experiments.probes._common import (
+    add_run_options,
     figure,
     machine_info,
+    preset_settings,
     publish,
     require_matplotlib,
     resolve_device,
@@ -276,22 +278,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--val-tasks", dest="val_tasks", type=int, help="validation tasks")
     p.add_argument("--eval-every", dest="eval_every", type=int, help="steps between rows")
     p.add_argument("--lr", type=float, help="initial Adam learning rate")
-    p.add_argument("--seed", type=int, default=0, help="first training seed")
-    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu")
-    p.add_argument("--out", help="write the numbers and settings to this JSON file")
-    p.add_argument("--plot", help="save the figure to this PNG file (needs matplotlib)")
+    add_run_options(p, seed_help="first training seed")
     p.add_argument("--quiet", action="store_true", help="no line per trained model")
     return p
 
 
 def _settings(args: argparse.Namespace) -> dict:
-    settings = dict(PRESETS[args.preset])
-    for key in settings:
-        value = getattr(args, key, None)
-        if value is not None:
-            settings[key] = value
-    settings.update(preset=args.preset, seed=args.seed,
-                    configs=[f"{LABELS[e]}:{loss.upper()}" for e, loss in CONFIGS],
+    settings = preset_settings(args, PRESETS)
+    settings.update(configs=[f"{LABELS[e]}:{loss.upper()}" for e, loss in CONFIGS],
                     init="random (cold start)")
     return settings
 

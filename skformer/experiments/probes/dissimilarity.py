@@ -43,7 +43,9 @@ import numpy as np
 from scipy.stats import spearmanr, wasserstein_distance
 
 from skformer.experiments.probes._common import (
+    add_run_options,
     figure,
+    preset_settings,
     require_matplotlib,
     seeded_generator,
     timed_run,
@@ -326,10 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--d", type=int, help="data dimension")
     p.add_argument("--k", type=int, help="number of clusters (initial centres)")
     p.add_argument("--transfer", help="JSON of 'skformer probe transfer' to compare with")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu")
-    p.add_argument("--out", help="write the numbers and settings to this JSON file")
-    p.add_argument("--plot", help="save the figure to this PNG file (needs matplotlib)")
+    add_run_options(p)
     return p
 
 
@@ -339,12 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.plot:
         require_matplotlib()
     transfer = json.loads(Path(args.transfer).read_text()) if args.transfer else None
-    settings = dict(PRESETS[args.preset])
-    if transfer is not None:
-        settings.update({key: transfer["settings"][key] for key in ("n", "d", "k")})
-    settings.update({key: getattr(args, key) for key in PRESETS[args.preset]
-                     if getattr(args, key) is not None})
-    settings.update(preset=args.preset, seed=args.seed, transfer=args.transfer, scale=0.1)
+    base = None if transfer is None else {key: transfer["settings"][key]
+                                          for key in ("n", "d", "k")}
+    settings = preset_settings(args, PRESETS, base=base)
+    settings.update(transfer=args.transfer, scale=0.1)
     result = timed_run("dissimilarity", "paper B Fig. 9 / 19", args, settings, run)
     if transfer is not None:
         result["transfer_correlation"] = compare_with_transfer(

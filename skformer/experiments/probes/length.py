@@ -48,9 +48,11 @@ import numpy as np
 
 from skformer.experiments.probes._common import (
     SOURCES,
+    add_run_options,
     describe,
     figure,
     obtain_model,
+    preset_settings,
     publish,
     require_matplotlib,
     score_model,
@@ -212,25 +214,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-seeds", dest="n_seeds", type=int,
                    help="models trained per embedding (trained sources)")
     p.add_argument("--steps", type=int, help="training steps (trained sources)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu")
-    p.add_argument("--out", help="write the numbers and settings to this JSON file")
-    p.add_argument("--plot", help="save the figure to this PNG file (needs matplotlib)")
+    add_run_options(p)
     return p
 
 
 def _settings(args: argparse.Namespace) -> dict:
-    settings = dict(PRESETS[args.preset])
-    for key in settings:
-        value = getattr(args, key, None)
-        if value is not None:
-            settings[key] = value
-    if len(settings["d"]) != len(settings["k"]):
-        raise SystemExit("--d and --k must list the same number of values (paired shapes).")
+    settings = preset_settings(args, PRESETS)
     if settings["horizon"] < 1:
         raise SystemExit("--horizon must be >= 1.")
     settings["multistep_tasks"] = min(settings["multistep_tasks"], settings["tasks"])
-    settings.update(preset=args.preset, seed=args.seed, loss="l2")
+    settings.update(loss="l2")
     return settings
 
 

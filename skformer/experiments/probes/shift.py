@@ -53,9 +53,11 @@ import torch
 
 from skformer.experiments.probes._common import (
     Scores,
+    add_run_options,
     describe,
     figure,
     obtain_model,
+    preset_settings,
     publish,
     require_matplotlib,
     score_model,
@@ -144,19 +146,13 @@ def evaluate_shift(model, d: int, k: int, *, n: int, tasks: int, horizon: int, s
 
 
 def _settings(args: argparse.Namespace) -> dict:
-    settings = dict(PRESETS[args.preset])
-    for key in settings:
-        value = getattr(args, key, None)
-        if value is not None:
-            settings[key] = value
-    if len(settings["d"]) != len(settings["k"]):
-        raise SystemExit("--d and --k must list the same number of values (paired shapes).")
+    settings = preset_settings(args, PRESETS)
     variants = {}
     for name in VARIANTS:
         config = dataclasses.asdict(variant_config(name, 1, 1, 1))
         variants[name] = {key: config[key] for key in ("family", "scale", "isotropic",
                                                         "equal_weights")}
-    settings.update(preset=args.preset, seed=args.seed, embedding=args.embedding,
+    settings.update(embedding=args.embedding,
                     variants=variants)
     return settings
 
@@ -249,10 +245,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="models trained per shape (trained sources)")
     p.add_argument("--steps", type=int, help="training steps (trained sources)")
     p.add_argument("--embedding", choices=("binary", "onehot", "none"), default="binary")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu")
-    p.add_argument("--out", help="write the numbers and settings to this JSON file")
-    p.add_argument("--plot", help="save the figure to this PNG file (needs matplotlib)")
+    add_run_options(p)
     return p
 
 

@@ -45,9 +45,11 @@ import numpy as np
 import torch
 
 from skformer.experiments.probes._common import (
+    add_run_options,
     describe,
     figure,
     obtain_model,
+    preset_settings,
     publish,
     require_matplotlib,
     score_model,
@@ -281,10 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, help="training steps per model")
     p.add_argument("--n-seeds", dest="n_seeds", type=int, help="models per training family")
     p.add_argument("--embedding", choices=("binary", "onehot", "none"), default="binary")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="cpu")
-    p.add_argument("--out", help="write the numbers and settings to this JSON file")
-    p.add_argument("--plot", help="save the figure to this PNG file (needs matplotlib)")
+    add_run_options(p)
     return p
 
 
@@ -293,10 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.plot:
         require_matplotlib()
-    settings = dict(PRESETS[args.preset])
-    settings.update({key: getattr(args, key) for key in settings
-                     if getattr(args, key) is not None})
-    settings.update(preset=args.preset, seed=args.seed, embedding=args.embedding)
+    settings = preset_settings(args, PRESETS)
+    settings.update(embedding=args.embedding)
     result = timed_run("transfer", "paper B Fig. 8", args, settings, run)
     result["findings"] = _findings(result)
     return publish(result, args, format_summary, plot)
