@@ -403,47 +403,37 @@ _BENCHMARKS = {
 }
 
 
-def _run_bench(args: argparse.Namespace) -> int:
+def _run_module(args: argparse.Namespace) -> int:
+    """Import the chosen benchmark's or probe's module and hand it the remaining options."""
     import importlib
 
-    module = importlib.import_module(_BENCHMARKS[args.benchmark][0])
+    module = importlib.import_module(args.registry[args.name][0])
     return int(module.main(args.options))
+
+
+def _add_dispatcher(subparsers, command: str, registry: dict, what: str, help: str) -> None:
+    """``skformer COMMAND NAME [options]`` for the modules of ``registry``."""
+    p = subparsers.add_parser(
+        command,
+        help=f"{help} (skformer {command} NAME --help for its options)",
+        description=f"Run {help.removeprefix('run ')}. "
+        + " ".join(f"'{name}': {text}." for name, (_, text) in registry.items()),
+    )
+    p.add_argument("name", metavar=what.upper(), choices=list(registry))
+    p.add_argument("options", nargs=argparse.REMAINDER, help=f"options of the {what}")
+    p.set_defaults(func=_run_module, registry=registry)
 
 
 def _add_bench(subparsers) -> None:
-    p = subparsers.add_parser(
-        "bench",
-        help="run a benchmark (skformer bench NAME --help for its options)",
-        description="Run one of skformer's benchmarks. "
-        + " ".join(f"'{name}': {text}." for name, (_, text) in _BENCHMARKS.items()),
-    )
-    p.add_argument("benchmark", choices=sorted(_BENCHMARKS))
-    p.add_argument("options", nargs=argparse.REMAINDER, help="options of the benchmark")
-    p.set_defaults(func=_run_bench)
-
-
-def _run_probe(args: argparse.Namespace) -> int:
-    """Import the probe's module and hand it the remaining options."""
-    import importlib
-
-    from skformer.experiments.probes import PROBES
-
-    module = importlib.import_module(PROBES[args.probe][0])
-    return int(module.main(args.options))
+    _add_dispatcher(subparsers, "bench", _BENCHMARKS, "benchmark",
+                    "run one of skformer's benchmarks")
 
 
 def _add_probe(subparsers) -> None:
     from skformer.experiments.probes import PROBES
 
-    p = subparsers.add_parser(
-        "probe",
-        help="run one of the paper's probes (skformer probe NAME --help for its options)",
-        description="Run one of the paper's probes of the learned model. "
-        + " ".join(f"'{name}': {text}." for name, (_, text) in PROBES.items()),
-    )
-    p.add_argument("probe", choices=list(PROBES))
-    p.add_argument("options", nargs=argparse.REMAINDER, help="options of the probe")
-    p.set_defaults(func=_run_probe)
+    _add_dispatcher(subparsers, "probe", PROBES, "probe",
+                    "run one of the paper's probes of the learned model")
 
 
 # Each entry adds one sub-command to the parser; later commands append here.
