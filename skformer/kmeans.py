@@ -82,16 +82,7 @@ class _Engine:
 def _stored_model(d: int, k: int, embedding: str, loss: str, stamp: int) -> LearnedKMeansModel:
     """A stored model read once per process (``stamp``: the file's modification time, so
     a re-trained file is read again). Fits only read it: it is shared, on the CPU."""
-    return load_model(d, k, embedding=embedding, loss=loss, pretrain=False).eval()
-
-
-def _load(d: int, k: int, embedding: str, loss: str, *, pretrain: bool, progress: bool,
-          device: torch.device) -> LearnedKMeansModel:
-    path = find_model(d, k, embedding=embedding, loss=loss)
-    if path is None:  # pretrain on demand (or raise LookupError)
-        return load_model(d, k, embedding=embedding, loss=loss, pretrain=pretrain,
-                          device=device, progress=progress)
-    return _stored_model(d, k, embedding, loss, path.stat().st_mtime_ns).to(device)
+    return load_model(d, k, embedding=embedding, loss=loss, pretrain=False)
 
 
 def _select_model(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
@@ -103,21 +94,23 @@ def _select_model(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
     padded with zero features (which change no distance). Otherwise one is pretrained
     on demand (``pretrain=True``) or :class:`LookupError` is raised.
     """
-    if find_model(d, k, embedding=embedding, loss=loss) is None:
+    width, path = d, find_model(d, k, embedding=embedding, loss=loss)
+    if path is None:
         wider = sorted(
             e["n_features"]
             for e in shipped_index()
             if e.get("n_clusters") == k and e.get("embedding") == embedding
             and e.get("loss") == loss and e.get("n_features", 0) > d
         )
-        if wider:
-            logger.info("No model for d=%d, k=%d: using the shipped d=%d model with %d "
-                        "zero features.", d, k, wider[0], wider[0] - d)
-            model = _load(wider[0], k, embedding, loss, pretrain=False, progress=progress,
-                          device=device)
-            return model, wider[0] - d
-    return _load(d, k, embedding, loss, pretrain=pretrain, progress=progress,
-                 device=device), 0
+        if not wider:  # pretrain on demand (or raise LookupError)
+            return load_model(d, k, embedding=embedding, loss=loss, pretrain=pretrain,
+                              device=device, progress=progress), 0
+        width = wider[0]
+        path = find_model(width, k, embedding=embedding, loss=loss)
+        logger.info("No model for d=%d, k=%d: using the shipped d=%d model with %d "
+                    "zero features.", d, k, width, width - d)
+    model = _stored_model(width, k, embedding, loss, path.stat().st_mtime_ns)
+    return model.to(device), width - d
 
 
 def _context_indices(n: int, max_context: int | None, random_state) -> np.ndarray | None:

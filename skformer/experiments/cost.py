@@ -132,11 +132,9 @@ def grid_shapes(name: str) -> list[tuple[int, int]]:
 def _resolve_device(device: str) -> torch.device:
     if device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, got {device!r}.")
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device='cuda' was requested but CUDA is not available.")
-    return torch.device(device)
+    from skformer._base import resolve_device
+
+    return resolve_device(device)
 
 
 def _check(d: int, k: int, embeddings: Sequence[str], batch: int, n: int, warmup: int,

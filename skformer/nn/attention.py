@@ -164,10 +164,7 @@ def distance_attention(
     q_chunk, k_chunk = chunk_size
     if activation == "sparsemax":
         k_chunk = n_k
-    log_w = None
-    if key_weight is not None:
-        with torch.no_grad():
-            log_w = torch.where(key_weight > 0, key_weight.log(), -math.inf).to(q.dtype)
+    log_w = _log_weights(key_weight, q.dtype)
     outputs = []
     for qs in range(0, n_q, q_chunk):
         qc = q[:, qs : qs + q_chunk]
@@ -178,6 +175,14 @@ def distance_attention(
         else:
             outputs.append(_softmax_block(qc, k, v, scale, log_w, dropout, generator, k_chunk))
     return torch.cat(outputs, dim=-2)
+
+
+def _log_weights(key_weight: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """``log w`` of key multiplicities (``-inf`` for absent keys), outside autograd."""
+    if key_weight is None:
+        return None
+    with torch.no_grad():
+        return torch.where(key_weight > 0, key_weight.log(), -math.inf).to(dtype)
 
 
 def _dropout(p: torch.Tensor, rate: float, generator: torch.Generator | None) -> torch.Tensor:
@@ -309,10 +314,7 @@ def softmax_weights(
     >>> torch.allclose(softmax_weights(q, k) @ v, distance_attention(q, k, v), atol=1e-6)
     True
     """
-    log_w = None
-    if key_weight is not None:
-        with torch.no_grad():
-            log_w = torch.where(key_weight > 0, key_weight.log(), -math.inf).to(q.dtype)
+    log_w = _log_weights(key_weight, q.dtype)
     return _weights(q, k, k.square().sum(-1), gamma / math.sqrt(q.shape[-1]), log_w)
 
 
@@ -431,10 +433,8 @@ def softmax_partial(
     True
     """
     s = _shifted_scores(q, k, k.square().sum(-1), gamma / math.sqrt(q.shape[-1]))
-    log_w = None
-    if key_weight is not None:
-        with torch.no_grad():
-            log_w = torch.where(key_weight > 0, key_weight.log(), -math.inf).to(q.dtype)
+    log_w = _log_weights(key_weight, q.dtype)
+    if log_w is not None:
         s = s + log_w.unsqueeze(-2)
     m = s.amax(-1, keepdim=True)
     p = _exp_above_floor(s - torch.where(torch.isinf(m), 0.0, m), log_w, 0, s.shape[-1])
