@@ -305,8 +305,13 @@ class TransformerKMeans(BaseTransformerKMeans):
         engine.offset, engine.scale = lo.view(1, 1, -1), scale if scale > 0 else 1.0
         z = torch.empty((*x.shape[:-1], x.shape[-1] + engine.padding), dtype=torch.float32,
                         device=x.device)
+        engine.points_sq = 0.0  # sum_i w_i |z_i|^2, for the objective of the centres
         for s in range(0, x.shape[1], _ROWS):
-            z[:, s : s + _ROWS] = engine.to_model_frame(x[:, s : s + _ROWS])
+            chunk = z[:, s : s + _ROWS] = engine.to_model_frame(x[:, s : s + _ROWS])
+            sq = chunk[0].double().square().sum(-1)
+            if w is not None:
+                sq = sq * w[0, s : s + _ROWS].double()
+            engine.points_sq += float(sq.sum())
         engine.weight = None if w is None else w.float()
         idx = _context_indices(x.shape[1], self.max_context, random_state)
         context, context_weight = None, engine.weight  # A2's keys: all points, weighted
@@ -317,12 +322,6 @@ class TransformerKMeans(BaseTransformerKMeans):
         engine.prepared = prepare_points(engine.learned, z, context, context_weight,
                                          keep_tokens=False)
         engine.points = z
-        engine.points_sq = 0.0
-        for s in range(0, x.shape[1], _ROWS):  # sum_i w_i |z_i|^2, chunk by chunk
-            sq = z[0, s : s + _ROWS].double().square().sum(-1)
-            if w is not None:
-                sq = sq * w[0, s : s + _ROWS].double()
-            engine.points_sq += float(sq.sum())
         return engine
 
     def _learned_steps(self, engine: _Engine, c: torch.Tensor) -> tuple[torch.Tensor, int]:
