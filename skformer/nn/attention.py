@@ -247,11 +247,18 @@ def _shifted_scores_keys_major(qc, k, k_sq, scale):
                          alpha=2.0 * scale)
 
 
+def _floored(scores: torch.Tensor) -> bool:
+    """Whether scores get the floor of :func:`_score_floor`: on the CPU, outside autograd."""
+    return scores.device.type == "cpu" and not scores.requires_grad
+
+
 def _exp_above_floor(x, log_w, start, length):
     """``exp(x)`` for scores ``x <= 0`` relative to a running maximum, with the scores
-    below the floor raised to it (see :func:`_score_floor`) and absent keys (``log_w``
+    below the floor raised to it where :func:`_floored` says so, and absent keys (``log_w``
     of ``-inf``, columns ``start:start + length``) kept at weight 0."""
-    p = torch.exp(x.clamp_min(_score_floor(x.dtype, x.shape[-1])))
+    if _floored(x):
+        x = x.clamp_min(_score_floor(x.dtype, x.shape[-1]))
+    p = torch.exp(x)
     if log_w is not None:
         p = p.masked_fill(torch.isinf(log_w[:, None, start : start + length]), 0.0)
     return p
@@ -275,7 +282,7 @@ def _weights(qc, k, k_sq, scale, log_w):
         dim = -1
     if log_w is not None:
         s = s + (log_w.unsqueeze(-1) if few else log_w.unsqueeze(-2))
-    if s.device.type == "cpu" and not s.requires_grad:  # see _score_floor
+    if _floored(s):
         s = torch.maximum(s, s.amax(dim, keepdim=True) + _score_floor(s.dtype, s.shape[dim]))
     p = torch.softmax(s, dim=dim)
     if log_w is not None:
