@@ -20,12 +20,12 @@ import argparse
 import json
 import platform
 import statistics
-import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
+from skformer.experiments._memory import fit_peak_memory
 
 __all__ = ["Record", "make_data", "measure", "peak_memory"]
 
@@ -98,25 +98,10 @@ def measure(n: int, d: int, k: int, *, max_iter: int = 20, reps: int = 5) -> dic
     return out
 
 
-_MEMORY_CHILD = """
-import sys
-from skformer.experiments.exact_vs_kmeans import make_data, _estimators
-n, d, k, it = (int(a) for a in sys.argv[1:5])
-name = sys.argv[5]
-X, init = make_data(n, d, k)
-est = _estimators(init, it)[name]
-est.fit(X[:1000])  # import and initialise everything lazily loaded
-
-def status(field):
-    with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) * 1024 for l in f if l.startswith(field))
-
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")  # reset the peak resident set size (VmHWM) to the current one
-base = status("VmRSS:")
-est.fit(X)
-print((status("VmHWM:") - base) / X.nbytes)
-"""
+def _memory_case(n: int, d: int, k: int, max_iter: int, name: str):
+    """``(estimator, X)`` of one memory measurement (see :func:`peak_memory`)."""
+    X, init = make_data(n, d, k)
+    return _estimators(init, max_iter)[name], X
 
 
 def peak_memory(n: int, d: int, k: int, name: str, max_iter: int = 10) -> float | None:
@@ -125,15 +110,8 @@ def peak_memory(n: int, d: int, k: int, name: str, max_iter: int = 10) -> float 
     Measured in a fresh interpreter: the peak resident set size (``VmHWM``, reset just
     before the fit) minus the resident size before the fit.
     """
-    if not sys.platform.startswith("linux"):
-        return None
-    out = subprocess.run(
-        [sys.executable, "-c", _MEMORY_CHILD, str(n), str(d), str(k), str(max_iter), name],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return float(out.stdout.strip().splitlines()[-1])
+    res = fit_peak_memory(f"{__name__}:_memory_case", n, d, k, max_iter, name)
+    return None if res is None else res["peak_bytes"] / res["x_nbytes"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,13 +50,14 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
+
+from skformer.experiments._memory import fit_peak_memory
 
 __all__ = [
     "BUNDLED",
@@ -553,37 +554,9 @@ def format_context(summaries: Sequence[ContextSummary]) -> str:
 
 # --------------------------------------------------------------------------- memory
 
-_MEMORY_CHILD = """
-import json, resource, sys
-import numpy as np
-from skformer.experiments.versus_kmeans import _estimators, blobs_iso
-n, d, k = (int(a) for a in sys.argv[1:4])
-name, device = sys.argv[4], sys.argv[5]
-X = blobs_iso(n, d, k, seed=0, dtype=np.float32).X
-est = _estimators(k, 0, 1, device)[name]
-est.fit(X[:2000])  # import and initialise everything lazily loaded
-
-def status(field):
-    with open("/proc/self/status") as f:
-        return next(int(l.split()[1]) * 1024 for l in f if l.startswith(field))
-
-try:
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")  # reset the peak resident set size (VmHWM) to the current one
-    method = "VmHWM"
-except OSError:
-    method = "ru_maxrss"
-cuda = device.startswith("cuda")
-if cuda:
-    import torch
-    torch.cuda.reset_peak_memory_stats()
-base = status("VmRSS:")
-est.fit(X)
-peak = status("VmHWM:") if method == "VmHWM" else resource.getrusage(
-    resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"peak_bytes": peak - base, "x_nbytes": X.nbytes, "method": method,
-                  "cuda_peak_bytes": torch.cuda.max_memory_allocated() if cuda else None}))
-"""
+def _memory_case(n: int, d: int, k: int, name: str, device: str):
+    """``(estimator, X)`` of one memory measurement (see :func:`peak_memory`)."""
+    return _estimators(k, 0, 1, device)[name], blobs_iso(n, d, k, seed=0, dtype=np.float32).X
 
 
 def peak_memory(name: str, n: int = 1_000_000, d: int = 32, k: int = 10,
@@ -594,13 +567,9 @@ def peak_memory(name: str, n: int = 1_000_000, d: int = 32, k: int = 10,
     resident set size (``VmHWM``, reset just before the fit) less the resident size
     before the fit.
     """
-    if not sys.platform.startswith("linux"):
+    res = fit_peak_memory(f"{__name__}:_memory_case", n, d, k, name, device)
+    if res is None:
         return None
-    out = subprocess.run(
-        [sys.executable, "-c", _MEMORY_CHILD, str(n), str(d), str(k), name, device],
-        capture_output=True, text=True, check=True,
-    )
-    res = json.loads(out.stdout.strip().splitlines()[-1])
     return MemoryRecord(estimator=name, n=n, d=d, k=k, device=device,
                         over_x=res["peak_bytes"] / res["x_nbytes"], **res)
 
