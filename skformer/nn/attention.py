@@ -26,6 +26,7 @@ __all__ = [
     "DistanceAttention",
     "SoftmaxPartial",
     "distance_attention",
+    "mean_nearest_sqdist",
     "merge_partials",
     "softmax_partial",
     "softmax_weights",
@@ -72,6 +73,59 @@ def sqdist(q: torch.Tensor, k: torch.Tensor, *, exact: bool = False) -> torch.Te
     return (q_sq + k_sq - 2.0 * (q @ k.transpose(-1, -2))).clamp_min_(0.0)
 
 
+def _fold_gamma(q: torch.Tensor, k: torch.Tensor, gamma):
+    """Queries, keys and a float inverse temperature equivalent to ``gamma``.
+
+    A per-task inverse temperature (a tensor of shape (b,), or one broadcast to every
+    task) is folded into the queries and keys: ``g ||q - k||^2 = ||sqrt(g) q - sqrt(g) k||^2``,
+    so every path (chunked, online, sparsemax, partials) takes a plain float.
+    """
+    if not isinstance(gamma, torch.Tensor):
+        return q, k, gamma
+    root = gamma.to(q.dtype).sqrt().reshape(-1, 1, 1)
+    return q * root, k * root, 1.0
+
+
+def mean_nearest_sqdist(
+    q: torch.Tensor, k: torch.Tensor, weight: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Mean over queries of the squared distance to the nearest key, per task.
+
+    The scale of the scores of a distance attention: dividing its inverse temperature
+    by this makes the attention invariant to the scale of the tokens (a translation
+    and one global scale of the data give the same weights).
+
+    Parameters
+    ----------
+    q : Tensor of shape (b, q, e)
+    k : Tensor of shape (b, r, e)
+    weight : Tensor of shape (b, q), default=None
+        Non-negative weights of the queries in the mean.
+
+    Returns
+    -------
+    Tensor of shape (b,)
+        ``sum_i w_i min_j ||q_i - k_j||^2 / sum_i w_i``, floored at ``eps * mean_i |q_i|^2``
+        (plus the smallest normal float) so that its inverse stays finite.
+
+    Examples
+    --------
+    >>> import torch
+    >>> q = torch.tensor([[[0.0], [3.0]]]); k = torch.tensor([[[1.0], [4.0]]])
+    >>> mean_nearest_sqdist(q, k)
+    tensor([1.])
+    """
+    nearest = sqdist(q, k).amin(-1)  # (b, q)
+    q_sq = q.detach().square().sum(-1)
+    if weight is None:
+        mean, size = nearest.mean(-1), q_sq.mean(-1)
+    else:
+        total = weight.sum(-1).clamp_min(torch.finfo(q.dtype).tiny)
+        mean, size = (nearest * weight).sum(-1) / total, (q_sq * weight).sum(-1) / total
+    finfo = torch.finfo(q.dtype)
+    return torch.maximum(mean, finfo.eps * size + finfo.tiny)
+
+
 def _chunk_sizes(n_queries: int, n_keys: int, width: int, exact: bool) -> tuple[int, int]:
     per_pair = width if exact else 1
     key_chunk = max(1, min(n_keys, _BLOCK_ELEMENTS // max(1, per_pair * 64)))
@@ -102,8 +156,9 @@ def distance_attention(
         Projected keys ``K z'``.
     v : Tensor of shape (b, r, v)
         Projected values ``V z'``.
-    gamma : float, default=1.0
-        Inverse temperature. ``math.inf`` with ``activation="hardmax"`` is the
+    gamma : float or Tensor of shape (b,), default=1.0
+        Inverse temperature, one for all tasks or one per task. ``math.inf`` with
+        ``activation="hardmax"`` is the
         averaging hard attention of the exact construction; the scores are then the
         raw negative squared distances (the ``1/sqrt(e)`` scale is irrelevant).
     activation : {"softmax", "sparsemax", "hardmax"}, default="softmax"
@@ -150,6 +205,7 @@ def distance_attention(
     """
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}.")
+    q, k, gamma = _fold_gamma(q, k, gamma)
     if tie_break not in TIE_BREAKS:
         raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}.")
     if math.isinf(gamma) and activation != "hardmax":
@@ -305,7 +361,7 @@ def softmax_weights(
     ----------
     q : Tensor of shape (b, q, e)
     k : Tensor of shape (b, r, e)
-    gamma : float, default=1.0
+    gamma : float or Tensor of shape (b,), default=1.0
     key_weight : Tensor of shape (b, r), default=None
 
     Returns
@@ -321,6 +377,7 @@ def softmax_weights(
     >>> torch.allclose(softmax_weights(q, k) @ v, distance_attention(q, k, v), atol=1e-6)
     True
     """
+    q, k, gamma = _fold_gamma(q, k, gamma)
     log_w = _log_weights(key_weight, q.dtype)
     return _weights(q, k, k.square().sum(-1), gamma / math.sqrt(q.shape[-1]), log_w)
 
@@ -420,7 +477,7 @@ def softmax_partial(
     q : Tensor of shape (b, q, e)
     k : Tensor of shape (b, r, e)
     v : Tensor of shape (b, r, v)
-    gamma : float, default=1.0
+    gamma : float or Tensor of shape (b,), default=1.0
         Inverse temperature; scores are ``-(gamma / sqrt(e)) ||q_i - k_j||^2``.
     key_weight : Tensor of shape (b, r), default=None
         Key multiplicities, as in :func:`distance_attention`.
@@ -439,6 +496,7 @@ def softmax_partial(
     >>> torch.allclose(merge_partials(a, b).result(), full, atol=1e-6)
     True
     """
+    q, k, gamma = _fold_gamma(q, k, gamma)
     s = _shifted_scores(q, k, k.square().sum(-1), gamma / math.sqrt(q.shape[-1]))
     log_w = _log_weights(key_weight, q.dtype)
     if log_w is not None:
@@ -472,6 +530,11 @@ class DistanceAttention(nn.Module):
         Dropout on the attention weights, active in training mode only.
     tie_break : {"average", "first"}, default="average"
         Tie rule of the hardmax.
+    normalise : bool, default=False
+        Divide the inverse temperature of each task by the mean squared distance from
+        a query to its nearest key (:func:`mean_nearest_sqdist`, computed on the
+        projected tokens): the weights then depend on distances *relative* to that
+        typical distance, the same at every scale of the data.
 
     Examples
     --------
@@ -490,6 +553,7 @@ class DistanceAttention(nn.Module):
         bias: bool = True,
         dropout: float = 0.0,
         tie_break: str = "average",
+        normalise: bool = False,
     ) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
@@ -499,6 +563,7 @@ class DistanceAttention(nn.Module):
         self.gamma = gamma
         self.dropout = dropout
         self.tie_break = tie_break
+        self.normalise = normalise
         self.q_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.k_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
         self.v_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
@@ -509,14 +574,22 @@ class DistanceAttention(nn.Module):
         keys: torch.Tensor,
         key_weight: torch.Tensor | None = None,
         *,
+        temperature: float | torch.Tensor = 1.0,
+        query_weight: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
     ) -> torch.Tensor:
-        """Attend from ``queries`` (b, q, e) to ``keys`` (b, r, e); returns (b, q, e)."""
+        """Attend from ``queries`` (b, q, e) to ``keys`` (b, r, e); returns (b, q, e).
+
+        ``temperature`` (a float, or a tensor of shape () or (b,)) multiplies the
+        inverse temperature ``gamma``; ``query_weight`` (b, q) weighs the queries in
+        the normaliser of ``normalise=True``.
+        """
+        q, k = self.q_proj(queries), self.k_proj(keys)
         return distance_attention(
-            self.q_proj(queries),
-            self.k_proj(keys),
+            q,
+            k,
             self.v_proj(keys),
-            gamma=self.gamma,
+            gamma=self.inverse_temperature(q, k, temperature, query_weight),
             activation=self.activation,
             key_weight=key_weight,
             tie_break=self.tie_break,
@@ -524,8 +597,22 @@ class DistanceAttention(nn.Module):
             generator=generator,
         )
 
+    def inverse_temperature(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        temperature: float | torch.Tensor = 1.0,
+        query_weight: torch.Tensor | None = None,
+    ) -> float | torch.Tensor:
+        """``gamma * temperature``, divided per task by :func:`mean_nearest_sqdist` of the
+        projected queries ``q`` (b, q, e) and keys ``k`` (b, r, e) if ``normalise``."""
+        gamma = self.gamma * temperature
+        if self.normalise:
+            gamma = gamma / mean_nearest_sqdist(q, k, query_weight)
+        return gamma
+
     def extra_repr(self) -> str:
         return (
             f"embed_dim={self.embed_dim}, activation={self.activation!r}, gamma={self.gamma}, "
-            f"tie_break={self.tie_break!r}"
+            f"tie_break={self.tie_break!r}, normalise={self.normalise}"
         )

@@ -67,6 +67,10 @@ class KMeansLayer(nn.Module):
     centre_keys_in_update : bool, default=False
         If True, the centre update A3 attends to the updated points *and* the current
         centres (the "keep previous centre" construction; not in the paper's eq. 4).
+    normalise : bool, default=False
+        Scale-free assignment: A1's inverse temperature is divided, per task, by the
+        mean squared distance from a point's query to its nearest centre key (see
+        :class:`~skformer.nn.attention.DistanceAttention`). Not in the paper.
 
     Attributes
     ----------
@@ -92,6 +96,7 @@ class KMeansLayer(nn.Module):
         bias: bool = True,
         dropout: float = 0.0,
         centre_keys_in_update: bool = False,
+        normalise: bool = False,
     ) -> None:
         super().__init__()
         self.embed_dim = embed_dim
@@ -103,9 +108,11 @@ class KMeansLayer(nn.Module):
             )
 
         self.points_to_centres = head()
+        self.points_to_centres.normalise = normalise
         self.points_to_points = head()
         self.centres_to_points = head()
         self.centres_to_centres = head()
+
 
     def forward(
         self,
@@ -113,6 +120,8 @@ class KMeansLayer(nn.Module):
         centres: torch.Tensor,
         point_weight: torch.Tensor | None = None,
         *,
+        temperature: torch.Tensor | None = None,
+        points_update: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
     ) -> LayerOutput:
         """Apply eq. (4).
@@ -125,6 +134,13 @@ class KMeansLayer(nn.Module):
             Multiplicities of the points as keys of the point update A2 and the centre
             update A3 (sample weights: a point of weight 2 counts as two copies).
             None means all ones.
+        temperature : Tensor of shape (3,), default=None
+            Multipliers of the inverse temperatures of A1, A3 and A4 (a learned step
+            schedule; A2, which reads only point tokens, keeps its own so that it stays
+            the same at every re-embedded step); None means all ones.
+        points_update : Tensor of shape (b, n, e), default=None
+            A2's output ``A2(points, points)``, if already computed (it reads only the
+            point tokens, so re-embedded steps can share it).
         generator : torch.Generator, default=None
             Source of dropout masks in training mode.
 
@@ -133,10 +149,13 @@ class KMeansLayer(nn.Module):
         LayerOutput
             ``points`` of shape (b, n, e) and ``centres`` of shape (b, k, e).
         """
+        t = (1.0,) * 3 if temperature is None else temperature.unbind(-1)
         points = (
             points
-            + self.points_to_centres(points, centres, generator=generator)
-            + self.points_to_points(points, points, point_weight, generator=generator)
+            + self.points_to_centres(points, centres, temperature=t[0],
+                                     query_weight=point_weight, generator=generator)
+            + (self.points_to_points(points, points, point_weight, generator=generator)
+               if points_update is None else points_update)
         )
         keys, key_weight = points, point_weight
         if self.centre_keys_in_update:
@@ -146,8 +165,9 @@ class KMeansLayer(nn.Module):
                 key_weight = torch.cat([point_weight, ones], dim=-1)
         centres = (
             centres
-            + self.centres_to_points(centres, keys, key_weight, generator=generator)
-            + self.centres_to_centres(centres, centres, generator=generator)
+            + self.centres_to_points(centres, keys, key_weight, temperature=t[1],
+                                     generator=generator)
+            + self.centres_to_centres(centres, centres, temperature=t[2], generator=generator)
         )
         return LayerOutput(points, centres)
 

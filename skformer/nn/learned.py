@@ -9,6 +9,19 @@ step. It is tied to one ``(d, k)``. Every call of :meth:`LearnedKMeansModel.step
 re-embeds: fresh point tokens ``[x ; 0]`` from the original points and fresh centre
 tokens ``[c ; code]`` from the current centres, so iterating steps is iterating a map
 ``C -> F(X, C)`` on centres (the paper's re-embedding).
+
+Two options go beyond the paper, for models trained over several re-embedded steps:
+
+- ``normalise=True``: A1's scores are divided, per task, by the mean squared distance
+  from a point to its nearest centre (in A1's projected space). The softness of the
+  assignment is then relative to the current spread of the clusters: the same at every
+  scale of the data, and it hardens by itself as the centres converge.
+- ``schedule=S``: learned inverse-temperature multipliers of A1, A3 and A4 for each of
+  the first ``S`` steps (``log_temperature``, shape (S, 3)); step ``t >= S`` uses row
+  ``S - 1``. (A2 reads only point tokens, which re-embedding makes the same at every
+  step; keeping its temperature fixed keeps its output computable once.) Iterated,
+  the model anneals: soft steps that move centres out of poor configurations, then
+  sharper ones that settle.
 """
 
 from __future__ import annotations
@@ -40,6 +53,18 @@ class LearnedKMeansModel(nn.Module):
         Biases in the twelve projections.
     dropout : float, default=0.01
         Dropout on attention weights, in training mode only.
+    normalise : bool, default=False
+        Scale-free assignment in A1 (see the module's docstring).
+    schedule : int, default=0
+        Number of steps with their own learned inverse-temperature multipliers
+        (0: none, every step is the same map, as in the paper).
+
+    Attributes
+    ----------
+    layer : KMeansLayer
+        The twelve projections of eq. (4).
+    log_temperature : Parameter of shape (schedule, 3) or None
+        Log inverse-temperature multipliers of A1, A3 and A4 for each scheduled step.
 
     Examples
     --------
@@ -63,6 +88,8 @@ class LearnedKMeansModel(nn.Module):
         activation: str = "softmax",
         bias: bool = True,
         dropout: float = 0.01,
+        normalise: bool = False,
+        schedule: int = 0,
     ) -> None:
         super().__init__()
         if embedding not in EMBEDDINGS:
@@ -78,9 +105,17 @@ class LearnedKMeansModel(nn.Module):
         self.activation = activation
         self.bias = bias
         self.dropout = dropout
+        if isinstance(schedule, bool) or int(schedule) != schedule or schedule < 0:
+            raise ValueError(f"schedule must be an int >= 0, got {schedule!r}.")
+        self.normalise = bool(normalise)
+        self.schedule = int(schedule)
         width = n_features + index_width(embedding, n_clusters)
         self.layer = KMeansLayer(
-            width, activation=activation, gamma=gamma, bias=bias, dropout=dropout
+            width, activation=activation, gamma=gamma, bias=bias, dropout=dropout,
+            normalise=self.normalise,
+        )
+        self.log_temperature = (
+            nn.Parameter(torch.zeros(self.schedule, 3)) if self.schedule else None
         )
 
     @property
@@ -94,11 +129,26 @@ class LearnedKMeansModel(nn.Module):
             "activation": self.activation,
             "bias": self.bias,
             "dropout": self.dropout,
+            "normalise": self.normalise,
+            "schedule": self.schedule,
         }
+
+    def temperature(self, step: int = 0) -> torch.Tensor | None:
+        """Inverse-temperature multipliers of A1, A3 and A4 at ``step`` (shape (3,)), or
+        None for a model without a schedule."""
+        if self.log_temperature is None:
+            return None
+        return self.log_temperature[min(int(step), self.schedule - 1)].exp()
 
     @classmethod
     def from_exact(
-        cls, n_features: int, n_clusters: int, *, scale: float = 4.0, **kwargs
+        cls,
+        n_features: int,
+        n_clusters: int,
+        *,
+        scale: float = 4.0,
+        temperature: tuple[float, float, float] | None = None,
+        **kwargs,
     ) -> LearnedKMeansModel:
         """A model initialised at the exact construction, softened.
 
@@ -112,8 +162,19 @@ class LearnedKMeansModel(nn.Module):
         ----------
         n_features, n_clusters : int
         scale : float, default=4.0
+        temperature : 3 floats, default=None
+            Initial inverse-temperature multipliers of A1, A3 and A4 at every scheduled
+            step (with ``schedule > 0``); None leaves them at 1.
         **kwargs
-            Other constructor arguments (``embedding``, ``gamma``, ...).
+            Other constructor arguments (``embedding``, ``gamma``, ``normalise``,
+            ``schedule``, ...).
+
+        Examples
+        --------
+        >>> model = LearnedKMeansModel.from_exact(2, 3, scale=1.0, normalise=True,
+        ...                                       schedule=5, temperature=(8, 40, 40))
+        >>> model.temperature(7).tolist()  # step 7 uses the last scheduled row
+        [8.0, 40.0, 40.0]
         """
         model = cls(n_features, n_clusters, **kwargs)
         if model.embedding == "none":
@@ -121,10 +182,20 @@ class LearnedKMeansModel(nn.Module):
         set_block_selectors(
             model.layer, n_features, index_width(model.embedding, n_clusters), qk_scale=scale
         )
+        if temperature is not None and model.log_temperature is not None:
+            with torch.no_grad():
+                values = torch.as_tensor(temperature, dtype=model.log_temperature.dtype)
+                model.log_temperature.copy_(values.log().expand_as(model.log_temperature))
         return model
 
     def forward(
-        self, x: torch.Tensor, c: torch.Tensor, *, generator: torch.Generator | None = None
+        self,
+        x: torch.Tensor,
+        c: torch.Tensor,
+        *,
+        step: int = 0,
+        generator: torch.Generator | None = None,
+        points_update: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """One re-embedded clustering step.
 
@@ -132,8 +203,13 @@ class LearnedKMeansModel(nn.Module):
         ----------
         x : Tensor of shape (b, n, d)
         c : Tensor of shape (b, k, d)
+        step : int, default=0
+            Index of the step in an iteration (selects the row of the schedule).
         generator : torch.Generator, default=None
             Source of the dropout masks in training mode.
+        points_update : Tensor of shape (b, n, e), default=None
+            A2's output on the point tokens ``[x ; 0]``, from :meth:`points_update`
+            (the same at every re-embedded step); None computes it.
 
         Returns
         -------
@@ -143,12 +219,24 @@ class LearnedKMeansModel(nn.Module):
         check_step_shapes(x, c, self.n_features, self.n_clusters)
         points = embed_points(x, self.embedding, self.n_clusters)
         centres = embed_centres(c, self.embedding)
-        out = self.layer(points, centres, generator=generator)
+        out = self.layer(points, centres, temperature=self.temperature(step),
+                         points_update=points_update, generator=generator)
         return out.centres[..., : self.n_features]
 
-    def step(self, x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    def points_update(
+        self, x: torch.Tensor, *, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
+        """A2's output on the point tokens ``[x ; 0]``, shape (b, n, e).
+
+        Re-embedded steps all start from these tokens, so one computation serves every
+        step of an iteration (pass it to :meth:`forward` as ``points_update``).
+        """
+        points = embed_points(x, self.embedding, self.n_clusters)
+        return self.layer.points_to_points(points, points, generator=generator)
+
+    def step(self, x: torch.Tensor, c: torch.Tensor, step: int = 0) -> torch.Tensor:
         """One clustering step: centres (b, k, d) from points (b, n, d) and centres."""
-        return self(x, c)
+        return self(x, c, step=step)
 
     def iterate(
         self, x: torch.Tensor, c: torch.Tensor, n_steps: int, *, reembed: bool = True
@@ -172,14 +260,15 @@ class LearnedKMeansModel(nn.Module):
         """
         history = [c]
         if reembed:
-            for _ in range(n_steps):
-                c = self(x, c)
+            update = self.points_update(x) if n_steps > 1 else None
+            for t in range(n_steps):
+                c = self(x, c, step=t, points_update=update)
                 history.append(c)
         else:
             points = embed_points(x, self.embedding, self.n_clusters)
             centres = embed_centres(c, self.embedding)
-            for _ in range(n_steps):
-                points, centres = self.layer(points, centres)
+            for t in range(n_steps):
+                points, centres = self.layer(points, centres, temperature=self.temperature(t))
                 history.append(centres[..., : self.n_features])
         return torch.stack(history, dim=1)
 

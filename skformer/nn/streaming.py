@@ -14,8 +14,11 @@ A step then streams over chunks of points: A1 (points to the ``k`` centres) upda
 the chunk's tokens, and the chunk's contribution to the centre update A3 (a softmax
 over all points) is kept as a :class:`~skformer.nn.attention.SoftmaxPartial`. Partials
 of disjoint chunks merge exactly, so a step is a map-reduce over point blocks, with
-``O(chunk x (k + e))`` memory beyond the prepared tokens. For the whole point set as
-context, one step equals ``model(x, c)`` in eval mode up to float rounding.
+``O(chunk x (k + e))`` memory beyond the prepared tokens. What a step needs of the
+centres (their projections, the step's temperatures and, for a model with
+``normalise=True``, A1's scale measured on the context points) is computed once per
+step, before the blocks: a :class:`StepPlan`. For the whole point set as context, one
+step equals ``model(x, c, step=t)`` in eval mode up to float rounding.
 """
 
 from __future__ import annotations
@@ -37,8 +40,10 @@ from .learned import LearnedKMeansModel
 
 __all__ = [
     "PreparedPoints",
+    "StepPlan",
     "centre_partial",
     "finish_step",
+    "plan_step",
     "prepare_points",
     "streamed_step",
 ]
@@ -58,12 +63,19 @@ class PreparedPoints(NamedTuple):
     keys_values: torch.Tensor | None = None
     """A3's key and value projections of ``tokens``, side by side, shape (b, n, 2e);
     None: computed from ``tokens`` at each step."""
+    scale_queries: torch.Tensor | None = None
+    """A1 queries of the context points, shape (b, r, e): the points on which A1's
+    scale is measured when the model has ``normalise=True`` (None otherwise)."""
+    scale_weight: torch.Tensor | None = None
+    """Weights of ``scale_queries``, shape (b, r), or None."""
 
     def rows(self, start: int, stop: int) -> PreparedPoints:
-        """The prepared points ``start:stop`` (a block of a map-reduce step)."""
+        """The prepared points ``start:stop`` (a block of a map-reduce step); the
+        context's queries stay whole."""
         kv = None if self.keys_values is None else self.keys_values[:, start:stop]
         tokens = None if self.tokens is None else self.tokens[:, start:stop]
-        return PreparedPoints(tokens, self.queries[:, start:stop], kv)
+        return PreparedPoints(tokens, self.queries[:, start:stop], kv, self.scale_queries,
+                              self.scale_weight)
 
 
 def _rows(b: int, width: int) -> int:
@@ -141,24 +153,72 @@ def prepare_points(
         queries[:, s : s + rows] = a1.q_proj(p)
         keys_values[:, s : s + rows, :e] = a3.k_proj(t)
         keys_values[:, s : s + rows, e:] = a3.v_proj(t)
-    return PreparedPoints(tokens, queries, keys_values)
+    scale_queries = None
+    if a1.normalise:
+        scale_queries = queries if context is None else a1.q_proj(ctx)
+    return PreparedPoints(tokens, queries, keys_values, scale_queries,
+                          context_weight if a1.normalise else None)
 
 
-class _CentreProjections(NamedTuple):
-    tokens: torch.Tensor  # (b, k, e) centre tokens [c ; code]
+class StepPlan(NamedTuple):
+    """What one learned step needs of the centres, shared by every block of points."""
+
+    step: int
+    """Index of the step (the row of the model's schedule)."""
+    tokens: torch.Tensor
+    """Centre tokens ``[c ; code]``, shape (b, k, e)."""
     a1_keys: torch.Tensor
+    """A1's keys of the centres, shape (b, k, e)."""
+    a1_gamma: float | torch.Tensor
+    """A1's inverse temperature: a float, or one per task (b,) with ``normalise``."""
     a3_queries: torch.Tensor
-    a1_values_to_a3: torch.Tensor  # (b, k, 2e): A1's values through A3's K and V maps
+    """A3's queries of the centres, shape (b, k, e)."""
+    a3_gamma: float | torch.Tensor
+    """A3's inverse temperature."""
+    a1_values_to_a3: torch.Tensor
+    """A1's values of the centres through A3's key and value maps, shape (b, k, 2e)."""
 
 
-def _centre_projections(model: LearnedKMeansModel, c: torch.Tensor) -> _CentreProjections:
+@torch.no_grad()
+def plan_step(
+    model: LearnedKMeansModel,
+    c: torch.Tensor,
+    step: int = 0,
+    prepared: PreparedPoints | None = None,
+) -> StepPlan:
+    """The per-step part of a learned step: centre projections and temperatures.
+
+    Parameters
+    ----------
+    model : LearnedKMeansModel
+    c : Tensor of shape (b, k, d)
+        The current centres.
+    step : int, default=0
+        Index of the step (selects the row of the model's schedule).
+    prepared : PreparedPoints, default=None
+        Needed by a model with ``normalise=True``: A1's scale is measured on its
+        ``scale_queries``.
+
+    Returns
+    -------
+    StepPlan
+    """
     layer = model.layer
     tokens = embed_centres(c, model.embedding)
     a1, a3 = layer.points_to_centres, layer.centres_to_points
-    kv_maps = torch.cat([a3.k_proj.weight, a3.v_proj.weight], dim=0)  # (2e, e)
-    return _CentreProjections(
-        tokens, a1.k_proj(tokens), a3.q_proj(tokens), a1.v_proj(tokens) @ kv_maps.T
+    temperature = model.temperature(step)
+    t = (1.0,) * 3 if temperature is None else temperature.tolist()
+    keys = a1.k_proj(tokens)
+    if a1.normalise and (prepared is None or prepared.scale_queries is None):
+        raise ValueError("A model with normalise=True needs the prepared context's queries "
+                         "(prepare_points of this model).")
+    a1_gamma = a1.inverse_temperature(
+        None if prepared is None else prepared.scale_queries, keys, t[0],
+        None if prepared is None else prepared.scale_weight,
     )
+    kv_maps = torch.cat([a3.k_proj.weight, a3.v_proj.weight], dim=0)  # (2e, e)
+    return StepPlan(int(step), tokens, keys, a1_gamma, a3.q_proj(tokens), a3.gamma * t[1],
+                    a1.v_proj(tokens) @ kv_maps.T)
 
 
 @torch.no_grad()
@@ -168,7 +228,7 @@ def centre_partial(
     c: torch.Tensor,
     weight: torch.Tensor | None = None,
     *,
-    _proj: _CentreProjections | None = None,
+    plan: StepPlan | None = None,
 ) -> SoftmaxPartial:
     """One block of points' contribution to the centre update A3 (the map step).
 
@@ -181,6 +241,9 @@ def centre_partial(
         The current centres.
     weight : Tensor of shape (b, n_block), default=None
         Sample weights of the block's points (their multiplicities as A3's keys).
+    plan : StepPlan, default=None
+        From :func:`plan_step` (computed once per step and shared by the blocks);
+        None plans step 0 from ``prepared``.
 
     Returns
     -------
@@ -188,8 +251,8 @@ def centre_partial(
         Over the block's points; merge blocks with
         :func:`~skformer.nn.attention.merge_partials`, then :func:`finish_step`.
     """
-    proj = _proj or _centre_projections(model, c)
-    a1, a3 = model.layer.points_to_centres, model.layer.centres_to_points
+    proj = plan if plan is not None else plan_step(model, c, 0, prepared)
+    a3 = model.layer.centres_to_points
     kv = prepared.keys_values
     if kv is None:
         kv = torch.cat([a3.k_proj(prepared.tokens), a3.v_proj(prepared.tokens)], dim=-1)
@@ -197,17 +260,17 @@ def centre_partial(
     # values of the centres); its keys and values are linear in them, so they are the
     # prepared ones plus P times A1's values through A3's maps: a (m, k) x (k, 2e) product
     # instead of re-projecting every point.
-    weights = softmax_weights(prepared.queries, proj.a1_keys, gamma=a1.gamma)
+    weights = softmax_weights(prepared.queries, proj.a1_keys, gamma=proj.a1_gamma)
     kv = kv + _matmul(weights, proj.a1_values_to_a3)
     e = kv.shape[-1] // 2
     return softmax_partial(
-        proj.a3_queries, kv[..., :e], kv[..., e:], gamma=a3.gamma, key_weight=weight
+        proj.a3_queries, kv[..., :e], kv[..., e:], gamma=proj.a3_gamma, key_weight=weight
     )
 
 
 @torch.no_grad()
 def finish_step(
-    model: LearnedKMeansModel, c: torch.Tensor, partial: SoftmaxPartial
+    model: LearnedKMeansModel, c: torch.Tensor, partial: SoftmaxPartial, step: int = 0
 ) -> torch.Tensor:
     """New centres from A3's merged partial over all points (the reduce step).
 
@@ -217,6 +280,8 @@ def finish_step(
     c : Tensor of shape (b, k, d)
     partial : SoftmaxPartial
         A3 over every point, shapes (b, k, 1) and (b, k, e).
+    step : int, default=0
+        Index of the step (A4's temperature in the model's schedule).
 
     Returns
     -------
@@ -224,7 +289,9 @@ def finish_step(
     """
     tokens = embed_centres(c, model.embedding)
     a4 = model.layer.centres_to_centres
-    new = tokens + partial.result() + a4(tokens, tokens)
+    temperature = model.temperature(step)
+    t4 = 1.0 if temperature is None else float(temperature[2])
+    new = tokens + partial.result() + a4(tokens, tokens, temperature=t4)
     return new[..., : model.n_features]
 
 
@@ -235,6 +302,7 @@ def streamed_step(
     c: torch.Tensor,
     weight: torch.Tensor | None = None,
     *,
+    step: int = 0,
     chunk_rows: int | None = None,
 ) -> torch.Tensor:
     """One re-embedded learned step over prepared points, chunk by chunk.
@@ -248,14 +316,16 @@ def streamed_step(
     c : Tensor of shape (b, k, d)
     weight : Tensor of shape (b, n), default=None
         Sample weights.
+    step : int, default=0
+        Index of the step (the row of the model's schedule).
     chunk_rows : int, default=None
         Points per chunk (default: about ``2**20 / max(k, e)``).
 
     Returns
     -------
     Tensor of shape (b, k, d)
-        Equal to ``model.eval()(x, c)`` when the context of ``prepared`` is all of
-        ``x`` (up to float rounding and the order of the sums).
+        Equal to ``model.eval()(x, c, step=step)`` when the context of ``prepared`` is
+        all of ``x`` (up to float rounding and the order of the sums).
 
     Examples
     --------
@@ -267,11 +337,11 @@ def streamed_step(
     >>> torch.allclose(step, model(x, c), atol=1e-5)
     True
     """
-    proj = _centre_projections(model, c)
+    plan = plan_step(model, c, step, prepared)
     rows = chunk_rows or _rows(c.shape[0], max(c.shape[-2], 2 * prepared.queries.shape[-1]))
     total = None
     for s in range(0, prepared.queries.shape[-2], rows):
         w = None if weight is None else weight[:, s : s + rows]
-        part = centre_partial(model, prepared.rows(s, s + rows), c, w, _proj=proj)
+        part = centre_partial(model, prepared.rows(s, s + rows), c, w, plan=plan)
         total = part if total is None else merge_partials(total, part)
-    return finish_step(model, c, total)
+    return finish_step(model, c, total, step)
