@@ -16,7 +16,15 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["FAMILIES", "TaskBatch", "TaskConfig", "minmax_scale", "sample_tasks", "standard_noise"]
+__all__ = [
+    "FAMILIES",
+    "TaskBatch",
+    "TaskConfig",
+    "kmeans_plusplus",
+    "minmax_scale",
+    "sample_tasks",
+    "standard_noise",
+]
 
 FAMILIES = ("normal", "cauchy", "gumbel", "laplace", "lognormal")
 
@@ -271,3 +279,65 @@ def sample_tasks(
     x = x.gather(1, order.unsqueeze(-1).expand(b, n, d))
     x = x.to(device=gen_device if device is None else device, dtype=dtype)
     return TaskBatch(x=x, centres=x[:, :k].clone())
+
+
+def kmeans_plusplus(
+    x: torch.Tensor,
+    n_clusters: int,
+    *,
+    generator: torch.Generator,
+    n_local_trials: int | None = None,
+) -> torch.Tensor:
+    """Greedy k-means++ seeding of every task of a batch.
+
+    The rule of :func:`sklearn.cluster.kmeans_plusplus`: the first centre is a uniformly
+    random point; each next one is the best (lowest potential) of ``n_local_trials``
+    candidates drawn with probability proportional to the squared distance to the
+    nearest centre chosen so far.
+
+    Parameters
+    ----------
+    x : Tensor of shape (b, n, d)
+    n_clusters : int
+        ``k <= n``.
+    generator : torch.Generator
+        The only source of randomness (draws happen on its device).
+    n_local_trials : int, default=None
+        Candidates per centre; None is scikit-learn's ``2 + int(log(k))``.
+
+    Returns
+    -------
+    Tensor of shape (b, k, d)
+        Points of each task.
+
+    Examples
+    --------
+    >>> import torch
+    >>> x = torch.tensor([[[0.0], [0.1], [10.0], [10.1]]])
+    >>> c = kmeans_plusplus(x, 2, generator=torch.Generator().manual_seed(0))
+    >>> sorted(round(v) for v in c.ravel().tolist())  # one centre in each group
+    [0, 10]
+    """
+    b, n, d = x.shape
+    k = int(n_clusters)
+    if not 1 <= k <= n:
+        raise ValueError(f"n_clusters must be in [1, n_points={n}], got {n_clusters!r}.")
+    trials = n_local_trials or 2 + int(math.log(k))
+    rows = torch.arange(b, device=x.device)
+    draw = dict(generator=generator, device=generator.device)
+    first = torch.randint(n, (b,), **draw).to(x.device)
+    centres = [x[rows, first]]
+    closest = (x - centres[0].unsqueeze(1)).square().sum(-1)  # (b, n)
+    for _ in range(1, k):
+        total = closest.sum(-1, keepdim=True)
+        # All points equal to a centre (total 0): draw uniformly among them.
+        p = torch.where(total > 0, closest / total.clamp_min(torch.finfo(x.dtype).tiny), 1.0)
+        picks = torch.multinomial(p.to(generator.device, torch.float64), trials,
+                                  replacement=True, generator=generator).to(x.device)
+        cand = x.gather(1, picks.unsqueeze(-1).expand(b, trials, d))  # (b, t, d)
+        dist = (cand.unsqueeze(2) - x.unsqueeze(1)).square().sum(-1)  # (b, t, n)
+        potential = torch.minimum(closest.unsqueeze(1), dist)
+        best = potential.sum(-1).argmin(-1)  # (b,)
+        centres.append(cand[rows, best])
+        closest = potential[rows, best]
+    return torch.stack(centres, dim=1)
