@@ -1,13 +1,22 @@
 """The command line: the demo, cluster, the benchmark wrapper, argument errors."""
 
 import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
 
+import skformer
 from skformer import TransformerKMeans
 from skformer.cli import main
+
+PACKAGE = Path(skformer.__file__).resolve().parent
 
 
 def test_demo_prints_a_comparison(capsys):
@@ -90,3 +99,68 @@ def test_bad_arguments_exit_2(argv):
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
+
+
+# ----------------------------------------------------- finding the benchmarks package
+
+# Imports skformer from the package folder argv[1] by its file (not through sys.path, so
+# that only the CLI's own search can find ``benchmarks``), runs ``skformer ARGS`` for each
+# list of arguments in the JSON argv[2], and prints one JSON list of what each did.
+_CHILD = """
+    import contextlib, importlib.util, io, json, sys
+    init = sys.argv[1] + "/__init__.py"
+    spec = importlib.util.spec_from_file_location("skformer", init,
+                                                  submodule_search_locations=[sys.argv[1]])
+    sys.modules["skformer"] = module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    from skformer.cli import main
+    runs = []
+    for argv in json.loads(sys.argv[2]):
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as exc:
+                code = exc.code
+        runs.append({"code": code, "out": out.getvalue(), "err": err.getvalue(),
+                     "benchmarks": "benchmarks" in sys.modules})
+    print(json.dumps(runs))
+"""
+
+
+def _skformer(package: Path, cwd: Path, *runs: list[str]) -> list[dict]:
+    """What ``skformer`` does with each of ``runs``, in one fresh interpreter in ``cwd``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CHILD), str(package), json.dumps(runs)],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_bench_and_probe_find_the_checkout_from_any_directory(tmp_path):
+    usages = {("bench", "--help"): "usage: skformer bench",
+              ("bench", "exact", "--help"): "usage: skformer bench exact",
+              ("bench", "kmeans", "--help"): "usage: skformer bench kmeans",
+              ("bench", "cost", "--help"): "usage: skformer bench cost",
+              ("probe", "--help"): "'loss-gap':",
+              ("probe", "shift", "--help"): "usage: skformer probe shift"}
+    runs = _skformer(PACKAGE, tmp_path, *map(list, usages))
+    for (argv, usage), run in zip(usages.items(), runs, strict=True):
+        assert run["code"] == 0 and usage in run["out"], (argv, run)
+
+
+def test_without_benchmarks_the_other_commands_work_and_bench_says_why(tmp_path):
+    # An installed wheel: the skformer package alone, no benchmarks/ beside it.
+    package = tmp_path / "site-packages" / "skformer"
+    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    runs = _skformer(package, tmp_path, ["--help"], ["pretrain", "--help"], ["demo"],
+                     ["bench", "exact", "--help"], ["probe", "--help"], ["probe", "shift"])
+    for run in runs[:3]:
+        assert run["code"] == 0 and not run["benchmarks"], run
+    assert "KMeans(lloyd)" in runs[2]["out"]
+    for run in runs[3:]:
+        assert run["code"] == 2, run
+        assert "live in the folder benchmarks/ of skformer's source repository" in run["err"]
+        assert "pip install -e ." in run["err"]

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from skformer.experiments.cost import (
+from benchmarks.cost import (
     CostRecord,
     grid_shapes,
     measure,
@@ -131,7 +131,7 @@ def test_cli_plot(tmp_path):
 
 def test_plot_heatmaps(tmp_path):
     pytest.importorskip("matplotlib")
-    from skformer.experiments.cost import plot_summary
+    from benchmarks.cost import plot_summary
 
     records = [_record(d, k, e, 1.0 + (e == "onehot"), 100 + 50 * (e == "onehot"))
                for d in (2, 3) for k in (3, 4) for e in ("onehot", "binary")]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from skformer.experiments import learning
+from benchmarks import learning
 
 TINY = dict(steps=2, eval_every=2, n_val_tasks=8, n_points=32, batch_size=4)
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
+from benchmarks.probes import convergence, length, loss_gap, multistep
+from benchmarks.probes._common import obtain_model
 from skformer.cli import main as cli_main
-from skformer.experiments.probes import convergence, length, loss_gap, multistep
-from skformer.experiments.probes._common import obtain_model
 from skformer.losses import kmeans_cost, relative_loss
 from skformer.store import load_model
 from skformer.tasks import TaskConfig, sample_tasks

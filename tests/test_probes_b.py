@@ -8,8 +8,8 @@ import pytest
 import torch
 from scipy.stats import wasserstein_distance
 
+from benchmarks.probes import _common, dissimilarity, shift, transfer
 from skformer.cli import main as cli_main
-from skformer.experiments.probes import _common, dissimilarity, shift, transfer
 from skformer.losses import relative_loss
 from skformer.store import load_model
 from skformer.tasks import FAMILIES, sample_tasks

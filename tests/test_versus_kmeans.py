@@ -8,8 +8,8 @@ from dataclasses import fields
 import numpy as np
 import pytest
 
+from benchmarks import versus_kmeans as vk
 from skformer.cli import main
-from skformer.experiments import versus_kmeans as vk
 
 
 @pytest.fixture(scope="module")

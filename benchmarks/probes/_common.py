@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks.cost import machine_info
 from skformer._base import resolve_device
-from skformer.experiments.cost import machine_info
 from skformer.losses import kmeans_cost, lloyd_costs, relative_loss
 from skformer.tasks import TaskBatch
 

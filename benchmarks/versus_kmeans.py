@@ -57,7 +57,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from skformer.experiments._memory import fit_peak_memory
+from benchmarks._memory import fit_peak_memory
 
 __all__ = [
     "BUNDLED",
@@ -582,7 +582,7 @@ def machine_info(device: str = "cpu") -> dict:
     import sklearn
     import torch
 
-    from skformer.experiments.cost import machine_info as _machine
+    from benchmarks.cost import machine_info as _machine
 
     return {**_machine(device), "cpu_count": os.cpu_count(), "numpy": np.__version__,
             "sklearn": sklearn.__version__, "torch_interop_threads":

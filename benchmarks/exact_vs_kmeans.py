@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from skformer.experiments._memory import fit_peak_memory
+from benchmarks._memory import fit_peak_memory
 
 __all__ = ["Record", "make_data", "measure", "peak_memory"]
 

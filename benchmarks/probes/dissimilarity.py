@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr, wasserstein_distance
 
-from skformer.experiments.probes._common import (
+from benchmarks.probes._common import (
     add_run_options,
     figure,
     preset_settings,

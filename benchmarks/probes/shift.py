@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from skformer.experiments.probes._common import (
+from benchmarks.probes._common import (
     Scores,
     add_run_options,
     describe,

@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from skformer.experiments.probes._common import (
+from benchmarks.probes._common import (
     add_run_options,
     describe,
     figure,

@@ -10,31 +10,31 @@ from __future__ import annotations
 # name -> (module, one-line description); the CLI builds ``skformer probe NAME`` from it.
 PROBES: dict[str, tuple[str, str]] = {
     "convergence": (
-        "skformer.experiments.probes.convergence",
+        "benchmarks.probes.convergence",
         "training curves, NE against L2 loss with OH, BN and NA embeddings (paper Fig. 2)",
     ),
     "multistep": (
-        "skformer.experiments.probes.multistep",
+        "benchmarks.probes.multistep",
         "multi-step clustering, naive iteration against re-embedding (paper Fig. 6)",
     ),
     "shift": (
-        "skformer.experiments.probes.shift",
+        "benchmarks.probes.shift",
         "distribution shift: unequal weights, anisotropic, half and double scale (Fig. 7)",
     ),
     "transfer": (
-        "skformer.experiments.probes.transfer",
+        "benchmarks.probes.transfer",
         "family transfer, 5 x 5 train/test grid over noise families (paper Fig. 8)",
     ),
     "dissimilarity": (
-        "skformer.experiments.probes.dissimilarity",
+        "benchmarks.probes.dissimilarity",
         "task dissimilarity between families by 1-D earth mover's distance (Fig. 9)",
     ),
     "length": (
-        "skformer.experiments.probes.length",
+        "benchmarks.probes.length",
         "length generalisation to n in {128, 256, 1024, 2048} (paper Fig. 12)",
     ),
     "loss-gap": (
-        "skformer.experiments.probes.loss_gap",
+        "benchmarks.probes.loss_gap",
         "gap between the smoothed and the true k-means objective (paper Fig. 5)",
     ),
 }

@@ -50,7 +50,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from skformer.experiments.probes._common import (
+from benchmarks.probes._common import (
     SOURCES,
     add_run_options,
     figure,

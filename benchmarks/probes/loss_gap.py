@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from skformer.experiments.probes._common import (
+from benchmarks.probes._common import (
     SOURCES,
     add_run_options,
     figure,
@@ -63,7 +63,7 @@ from skformer.experiments.probes._common import (
     seeded_generator,
     timed_run,
 )
-from skformer.experiments.probes.multistep import ALL_CONFIGS
+from benchmarks.probes.multistep import ALL_CONFIGS
 from skformer.losses import kmeans_cost, pairwise_sq_dist, smoothed_kmeans_loss
 from skformer.tasks import TaskConfig, sample_tasks
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 __all__ = ["fit_peak_memory"]
 
@@ -46,7 +48,9 @@ def fit_peak_memory(factory: str, *args) -> dict | None:
     Parameters
     ----------
     factory : str
-        ``"module:function"``; ``function(*args)`` returns ``(estimator, X)``.
+        ``"module:function"``; ``function(*args)`` returns ``(estimator, X)``. The child
+        finds ``benchmarks`` (and ``skformer``) from the repository root, whatever the
+        current directory.
     *args
         JSON-serialisable arguments of the factory.
 
@@ -59,8 +63,11 @@ def fit_peak_memory(factory: str, *args) -> dict | None:
     """
     if not sys.platform.startswith("linux"):
         return None
+    root = str(Path(__file__).resolve().parents[1])  # the folder that holds benchmarks/
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, factory, json.dumps(list(args))],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env=env,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from skformer.experiments.probes._common import (
+from benchmarks.probes._common import (
     SOURCES,
     add_run_options,
     describe,

@@ -1,1 +1,0 @@
-"""Benchmarks and probes that reproduce and extend the paper's measurements."""
