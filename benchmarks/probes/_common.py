@@ -1,7 +1,9 @@
-"""Helpers shared by the probes: seeded streams, per-task scores, models, JSON, figures."""
+"""Helpers shared by the probes: seeded streams, per-task scores, models, labels, command
+lines, JSON, figures."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import time
@@ -17,14 +19,21 @@ from skformer.losses import kmeans_cost, lloyd_costs, relative_loss
 from skformer.tasks import TaskBatch
 
 __all__ = [
+    "COLOURS",
+    "LABELS",
     "SOURCES",
-    "add_run_options",
-    "preset_settings",
     "Scores",
+    "add_run_options",
+    "add_shape_options",
+    "config_label",
     "describe",
     "figure",
     "machine_info",
+    "model_seeds",
     "obtain_model",
+    "parse_probe_args",
+    "preset_settings",
+    "probe_parser",
     "publish",
     "require_matplotlib",
     "resolve_device",
@@ -35,6 +44,22 @@ __all__ = [
 ]
 
 SOURCES = ("shipped", "fast", "paper")
+LABELS = {"onehot": "OH", "binary": "BN", "none": "NA"}
+"""The paper's short names of the cluster-index embeddings."""
+COLOURS = {"onehot": "tab:blue", "binary": "tab:orange", "none": "tab:green"}
+"""One colour per embedding, the same in every probe's figure."""
+
+
+def config_label(config: str) -> str:
+    """The short label of a model configuration ``"embedding:loss"``.
+
+    Examples
+    --------
+    >>> config_label("binary:l2")
+    'BN:L2'
+    """
+    embedding, loss = config.split(":")
+    return f"{LABELS[embedding]}:{loss.upper()}"
 
 
 def seeded_generator(seed: int, *keys: int) -> torch.Generator:
@@ -229,6 +254,21 @@ def obtain_model(
     }
 
 
+def model_seeds(settings: dict) -> range:
+    """Training seeds of the models of one shape or configuration.
+
+    One model for the ``"shipped"`` source (skformer ships one), else ``n_seeds`` models
+    seeded ``seed, seed + 1, ...``.
+
+    Examples
+    --------
+    >>> list(model_seeds({"source": "fast", "n_seeds": 3, "seed": 5}))
+    [5, 6, 7]
+    """
+    count = 1 if settings["source"] == "shipped" else settings["n_seeds"]
+    return range(settings["seed"], settings["seed"] + count)
+
+
 def write_json(path: str | Path, payload: dict) -> None:
     """Write ``payload`` as strict JSON (non-finite floats become null)."""
 
@@ -294,6 +334,30 @@ def timed_run(probe: str, figure_ref: str, args, settings: dict, run) -> dict:
     return {"probe": probe, "figure": figure_ref, "settings": settings,
             "machine": machine_info(args.device), "seconds": time.perf_counter() - start,
             **result}
+
+
+def probe_parser(name: str, doc: str, presets: dict, preset_help: str
+                 ) -> argparse.ArgumentParser:
+    """The parser of ``skformer probe NAME``: the first line of ``doc`` as its description,
+    and ``--preset`` (one of ``presets``, default ``"small"``)."""
+    parser = argparse.ArgumentParser(prog=f"skformer probe {name}",
+                                     description=doc.splitlines()[0])
+    parser.add_argument("--preset", choices=tuple(presets), default="small", help=preset_help)
+    return parser
+
+
+def add_shape_options(parser) -> None:
+    """``--d`` and ``--k``: lists of shapes, paired one to one (see :func:`preset_settings`)."""
+    parser.add_argument("--d", type=int, nargs="+", help="data dimensions, paired with --k")
+    parser.add_argument("--k", type=int, nargs="+", help="cluster counts, paired with --d")
+
+
+def parse_probe_args(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
+    """Parse a probe's command line; with ``--plot``, check for matplotlib before any work."""
+    args = parser.parse_args(argv)
+    if args.plot:
+        require_matplotlib()
+    return args
 
 
 def add_run_options(parser, *, seed_help: str = "seed of every random stream") -> None:

@@ -38,20 +38,21 @@ Run ``skformer probe convergence --out convergence.json --plot convergence.png``
 from __future__ import annotations
 
 import argparse
-import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks.probes._common import (
+    COLOURS,
+    LABELS,
     add_run_options,
     figure,
-    machine_info,
+    parse_probe_args,
     preset_settings,
+    probe_parser,
     publish,
-    require_matplotlib,
-    resolve_device,
+    timed_run,
 )
 
 __all__ = ["CONFIGS", "PRESETS", "curve_band", "format_summary", "main", "plot", "run",
@@ -61,9 +62,6 @@ CONFIGS: tuple[tuple[str, str], ...] = tuple(
     (embedding, loss) for loss in ("ne", "l2") for embedding in ("onehot", "binary", "none")
 )
 """The six configurations of Fig. 2: (embedding, loss)."""
-
-LABELS = {"onehot": "OH", "binary": "BN", "none": "NA"}
-COLOURS = {"onehot": "tab:blue", "binary": "tab:orange", "none": "tab:green"}
 
 PRESETS: dict[str, dict] = {
     "small": dict(d=[4], k=6, tau=[0.1], n=32, steps=3000, n_seeds=3, batch_size=32,
@@ -264,10 +262,8 @@ def plot(result: dict, path: str | Path) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``skformer probe convergence``."""
-    p = argparse.ArgumentParser(prog="skformer probe convergence",
-                                description=__doc__.splitlines()[0])
-    p.add_argument("--preset", choices=tuple(PRESETS), default="small",
-                   help="small: minutes on a CPU (default); paper: the paper's setting")
+    p = probe_parser("convergence", __doc__, PRESETS,
+                     "small: minutes on a CPU (default); paper: the paper's setting")
     p.add_argument("--d", type=int, nargs="+", help="data dimensions (one panel each)")
     p.add_argument("--k", type=int, help="number of clusters")
     p.add_argument("--tau", type=float, nargs="+", help="loss temperatures (panels)")
@@ -299,16 +295,13 @@ def _report(rec: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``skformer probe convergence``; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    if args.plot:
-        require_matplotlib()
-    settings = _settings(args)
-    device = resolve_device(args.device)
-    start = time.perf_counter()
-    records = run(settings, device, on_record=None if args.quiet else _report)
-    result = {"probe": "convergence", "figure": "paper B Fig. 2", "settings": settings,
-              "machine": machine_info(args.device), "seconds": time.perf_counter() - start,
-              "summary": summarise(records), "records": records}
+    args = parse_probe_args(build_parser(), argv)
+
+    def train_all(settings: dict, device) -> dict:
+        records = run(settings, device, on_record=None if args.quiet else _report)
+        return {"summary": summarise(records), "records": records}
+
+    result = timed_run("convergence", "paper B Fig. 2", args, _settings(args), train_all)
     return publish(result, args, format_summary, plot)
 
 

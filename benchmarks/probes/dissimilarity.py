@@ -45,11 +45,12 @@ from scipy.stats import spearmanr, wasserstein_distance
 from benchmarks.probes._common import (
     add_run_options,
     figure,
+    parse_probe_args,
     preset_settings,
-    require_matplotlib,
+    probe_parser,
+    publish,
     seeded_generator,
     timed_run,
-    write_json,
 )
 from skformer.losses import pairwise_sq_dist
 from skformer.tasks import FAMILIES, TaskConfig, sample_tasks
@@ -319,10 +320,8 @@ def plot(result: dict, path: str | Path, transfer: dict | None = None) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``skformer probe dissimilarity``."""
-    p = argparse.ArgumentParser(prog="skformer probe dissimilarity",
-                                description=__doc__.splitlines()[0])
-    p.add_argument("--preset", choices=tuple(PRESETS), default="small",
-                   help="small: 4 tasks per family (Fig. 9, default); paper: 16 (Fig. 19)")
+    p = probe_parser("dissimilarity", __doc__, PRESETS,
+                     "small: 4 tasks per family (Fig. 9, default); paper: 16 (Fig. 19)")
     p.add_argument("--tasks", type=int, help="tasks per family")
     p.add_argument("--n", type=int, help="points per task")
     p.add_argument("--d", type=int, help="data dimension")
@@ -334,9 +333,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``skformer probe dissimilarity``; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    if args.plot:
-        require_matplotlib()
+    args = parse_probe_args(build_parser(), argv)
     transfer = json.loads(Path(args.transfer).read_text()) if args.transfer else None
     base = None if transfer is None else {key: transfer["settings"][key]
                                           for key in ("n", "d", "k")}
@@ -346,13 +343,8 @@ def main(argv: list[str] | None = None) -> int:
     if transfer is not None:
         result["transfer_correlation"] = compare_with_transfer(
             np.asarray(result["family_emd"]), transfer)
-    print(format_summary(result))
-    if args.out:
-        write_json(args.out, result)
-    if args.plot:
-        plot(result, args.plot, transfer)
-        print(f"figure: {args.plot}")
-    return 0
+    return publish(result, args, format_summary,
+                   lambda res, path: plot(res, path, transfer))
 
 
 if __name__ == "__main__":

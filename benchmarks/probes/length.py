@@ -47,14 +47,18 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.probes._common import (
+    LABELS,
     SOURCES,
     add_run_options,
+    add_shape_options,
     describe,
     figure,
+    model_seeds,
     obtain_model,
+    parse_probe_args,
     preset_settings,
+    probe_parser,
     publish,
-    require_matplotlib,
     score_model,
     seeded_generator,
     timed_run,
@@ -62,8 +66,6 @@ from benchmarks.probes._common import (
 from skformer.tasks import TaskBatch, TaskConfig, sample_tasks
 
 __all__ = ["PRESETS", "evaluate_lengths", "format_summary", "main", "plot", "run"]
-
-LABELS = {"onehot": "OH", "binary": "BN", "none": "NA"}
 
 PRESETS: dict[str, dict] = {
     "small": dict(d=[4, 8, 16, 32], k=[6, 4, 16, 10], ns=[128, 256, 1024, 2048], tasks=64,
@@ -119,9 +121,7 @@ def run(settings: dict, device) -> dict:
     models, records = [], []
     for d, k in zip(settings["d"], settings["k"], strict=True):
         for embedding in settings["embeddings"]:
-            n_seeds = 1 if settings["source"] == "shipped" else settings["n_seeds"]
-            for s in range(n_seeds):
-                seed = settings["seed"] + s
+            for seed in model_seeds(settings):
                 model, info = obtain_model(settings["source"], d, k, f"{embedding}:l2",
                                            seed=seed, steps=settings["steps"], device=device)
                 models.append({"d": d, "k": k, "embedding": embedding, "model_seed": seed,
@@ -197,12 +197,9 @@ def plot(result: dict, path: str | Path) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``skformer probe length``."""
-    p = argparse.ArgumentParser(prog="skformer probe length",
-                                description=__doc__.splitlines()[0])
-    p.add_argument("--preset", choices=tuple(PRESETS), default="small",
-                   help="small: shipped models on a CPU (default); paper: the paper's setting")
-    p.add_argument("--d", type=int, nargs="+", help="data dimensions, paired with --k")
-    p.add_argument("--k", type=int, nargs="+", help="cluster counts, paired with --d")
+    p = probe_parser("length", __doc__, PRESETS,
+                     "small: shipped models on a CPU (default); paper: the paper's setting")
+    add_shape_options(p)
     p.add_argument("--n", dest="ns", type=int, nargs="+", help="test sizes n")
     p.add_argument("--tasks", type=int, help="tasks per size for eq. (20)")
     p.add_argument("--multistep-tasks", dest="multistep_tasks", type=int,
@@ -229,9 +226,7 @@ def _settings(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``skformer probe length``; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    if args.plot:
-        require_matplotlib()
+    args = parse_probe_args(build_parser(), argv)
     settings = _settings(args)
     result = timed_run("length", "paper B Fig. 12", args, settings, run)
     return publish(result, args, format_summary, plot)

@@ -55,11 +55,14 @@ import torch
 from benchmarks.probes._common import (
     SOURCES,
     add_run_options,
+    add_shape_options,
+    config_label,
     figure,
     obtain_model,
+    parse_probe_args,
     preset_settings,
+    probe_parser,
     publish,
-    require_matplotlib,
     seeded_generator,
     timed_run,
 )
@@ -70,7 +73,6 @@ from skformer.tasks import TaskConfig, sample_tasks
 __all__ = ["PRESETS", "format_summary", "gap_stats", "main", "plot", "point_gaps",
            "random_directions", "run", "surface", "tau_curve"]
 
-LABELS = {"onehot": "OH", "binary": "BN", "none": "NA"}
 ZERO = 1e-12
 """Per-point gaps at most this (float64 rounding of the distances) count as zero."""
 
@@ -260,11 +262,6 @@ def run(settings: dict, device) -> dict:
     return {"models": models, "records": records}
 
 
-def _label(config: str) -> str:
-    embedding, loss = config.split(":")
-    return f"{LABELS[embedding]}:{loss.upper()}"
-
-
 def format_summary(result: dict) -> str:
     """A text table: the gaps at the trained weights and over the whole surface."""
     s = result["settings"]
@@ -278,7 +275,7 @@ def format_summary(result: dict) -> str:
         a = r["at_trained"]
         low = min(np.min(r["surface"]["min_gap_ne"]), np.min(r["surface"]["min_gap_l2"]))
         lines.append(
-            f"{r['d']:>3} {r['k']:>3}  {_label(r['config']):<6} {a['loss']:>9.4f} "
+            f"{r['d']:>3} {r['k']:>3}  {config_label(r['config']):<6} {a['loss']:>9.4f} "
             f"{a['gap_ne']:>10.2e} {a['gap_l2']:>10.2e} {a['rel_gap_ne']:>7.3f} "
             f"{a['rel_gap_l2']:>7.3f} {a['tight_l2']:>8.3f} {a['margin_ge_tau']:>11.3f} "
             f"{low:>18.1e}")
@@ -321,7 +318,7 @@ def plot(result: dict, path: str | Path) -> None:
     for row, rec in enumerate(records):
         surf = rec["surface"]
         vmax = float(np.max(surf["gap_ne"]))
-        name = f"d={rec['d']}, k={rec['k']}, {_label(rec['config'])}"
+        name = f"d={rec['d']}, k={rec['k']}, {config_label(rec['config'])}"
         _heatmap(fig, axes[row][0], surf, "gap_ne", vmax, f"{name}: NE gap/point, tau={tau:g}")
         _heatmap(fig, axes[row][1], surf, "gap_l2", vmax, f"{name}: L2 gap/point, tau={tau:g}")
         _tau_panel(axes[row][2], rec)
@@ -335,12 +332,9 @@ def plot(result: dict, path: str | Path) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``skformer probe loss-gap``."""
-    p = argparse.ArgumentParser(prog="skformer probe loss-gap",
-                                description=__doc__.splitlines()[0])
-    p.add_argument("--preset", choices=tuple(PRESETS), default="small",
-                   help="small: shipped models on a CPU (default); paper: the paper's setting")
-    p.add_argument("--d", type=int, nargs="+", help="data dimensions, paired with --k")
-    p.add_argument("--k", type=int, nargs="+", help="cluster counts, paired with --d")
+    p = probe_parser("loss-gap", __doc__, PRESETS,
+                     "small: shipped models on a CPU (default); paper: the paper's setting")
+    add_shape_options(p)
     p.add_argument("--n", type=int, help="points per task")
     p.add_argument("--tasks", type=int, help="tasks per shape")
     p.add_argument("--grid", type=int, help="grid points per axis of the surface")
@@ -365,9 +359,7 @@ def _settings(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``skformer probe loss-gap``; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    if args.plot:
-        require_matplotlib()
+    args = parse_probe_args(build_parser(), argv)
     settings = _settings(args)
     result = timed_run("loss-gap", "paper B Fig. 5", args, settings, run)
     return publish(result, args, format_summary, plot)

@@ -51,13 +51,18 @@ import numpy as np
 import torch
 
 from benchmarks.probes._common import (
+    COLOURS,
     SOURCES,
     add_run_options,
+    add_shape_options,
+    config_label,
     figure,
+    model_seeds,
     obtain_model,
+    parse_probe_args,
     preset_settings,
+    probe_parser,
     publish,
-    require_matplotlib,
     seeded_generator,
     timed_run,
 )
@@ -69,8 +74,6 @@ __all__ = ["METHODS", "PRESETS", "bands", "cost_paths", "format_summary", "main"
 
 METHODS = ("reembed", "naive", "lloyd")
 ALL_CONFIGS = ("onehot:ne", "binary:ne", "none:ne", "onehot:l2", "binary:l2", "none:l2")
-LABELS = {"onehot": "OH", "binary": "BN", "none": "NA"}
-COLOURS = {"onehot": "tab:blue", "binary": "tab:orange", "none": "tab:green"}
 
 PRESETS: dict[str, dict] = {
     "small": dict(d=[32, 4], k=[10, 6], n=512, tasks=128, horizon=20, source="shipped",
@@ -79,11 +82,6 @@ PRESETS: dict[str, dict] = {
                   configs=list(ALL_CONFIGS), n_seeds=10, steps=None),
 }
 """Settings of ``--preset``; every option given on the command line overrides them."""
-
-
-def _label(config: str) -> str:
-    embedding, loss = config.split(":")
-    return f"{LABELS[embedding]}:{loss.upper()}"
 
 
 @torch.no_grad()
@@ -183,11 +181,9 @@ def summarise_costs(costs: dict[str, np.ndarray]) -> dict:
 
 def _evaluate_config(d: int, k: int, config: str, settings: dict, device) -> tuple:
     tasks_cfg = TaskConfig(n_points=settings["n"], n_features=d, n_clusters=k)
-    n_seeds = 1 if settings["source"] == "shipped" else settings["n_seeds"]
     stacked: dict[str, list] = {m: [] for m in METHODS}
     models = []
-    for s in range(n_seeds):
-        seed = settings["seed"] + s
+    for s, seed in enumerate(model_seeds(settings)):
         model, info = obtain_model(settings["source"], d, k, config, seed=seed,
                                    steps=settings["steps"], device=device)
         models.append({"d": d, "k": k, "config": config, "model_seed": seed, **info})
@@ -226,7 +222,7 @@ def format_summary(result: dict) -> str:
     for r in result["records"]:
         start = {m: r["to_start"][m]["median"][-1] for m in METHODS}
         lines.append(
-            f"{r['d']:>3} {r['k']:>3}  {_label(r['config']):<6} {start['reembed']:>15.3f} "
+            f"{r['d']:>3} {r['k']:>3}  {config_label(r['config']):<6} {start['reembed']:>15.3f} "
             f"{start['naive']:>13.3g} {start['lloyd']:>13.3f} "
             f"{r['final_to_lloyd']['reembed']:>13.3f} {r['final_to_lloyd']['naive']:>11.3g} "
             f"{r['naive_best_step']:>15}")
@@ -249,12 +245,13 @@ def _row(axes, records: list[dict]) -> None:
     lloyd = records[0]["to_start"]["lloyd"]
     for col, method in enumerate(("naive", "reembed")):
         for r in records:
-            _band(axes[col], r["to_start"][method], _label(r["config"]), **_style(r["config"]))
+            _band(axes[col], r["to_start"][method], config_label(r["config"]),
+                  **_style(r["config"]))
         _band(axes[col], lloyd, "Lloyd", color="k", ls=":")
         axes[col].set_yscale("log")
     for r in records:
         for method, ls in (("reembed", "-"), ("naive", "--")):
-            _band(axes[2], r["to_lloyd"][method], f"{_label(r['config'])} {method}",
+            _band(axes[2], r["to_lloyd"][method], f"{config_label(r['config'])} {method}",
                   color=_style(r["config"])["color"], ls=ls)
     axes[2].axhline(1.0, color="k", ls=":", lw=1)
     axes[2].set_yscale("log")
@@ -282,12 +279,9 @@ def plot(result: dict, path: str | Path) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``skformer probe multistep``."""
-    p = argparse.ArgumentParser(prog="skformer probe multistep",
-                                description=__doc__.splitlines()[0])
-    p.add_argument("--preset", choices=tuple(PRESETS), default="small",
-                   help="small: shipped models on a CPU (default); paper: the paper's setting")
-    p.add_argument("--d", type=int, nargs="+", help="data dimensions, paired with --k")
-    p.add_argument("--k", type=int, nargs="+", help="cluster counts, paired with --d")
+    p = probe_parser("multistep", __doc__, PRESETS,
+                     "small: shipped models on a CPU (default); paper: the paper's setting")
+    add_shape_options(p)
     p.add_argument("--n", type=int, help="points per task")
     p.add_argument("--tasks", type=int, help="tasks per shape")
     p.add_argument("--horizon", type=int, help="T, the number of steps")
@@ -310,9 +304,7 @@ def _settings(args: argparse.Namespace) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``skformer probe multistep``; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    if args.plot:
-        require_matplotlib()
+    args = parse_probe_args(build_parser(), argv)
     settings = _settings(args)
     result = timed_run("multistep", "paper B Fig. 6", args, settings, run)
     return publish(result, args, format_summary, plot)

@@ -52,35 +52,33 @@ import numpy as np
 import torch
 
 from benchmarks.probes._common import (
+    SOURCES,
     Scores,
     add_run_options,
+    add_shape_options,
     describe,
     figure,
+    model_seeds,
     obtain_model,
+    parse_probe_args,
     preset_settings,
+    probe_parser,
     publish,
-    require_matplotlib,
     score_model,
     seeded_generator,
     timed_run,
-    write_json,
 )
 from skformer.tasks import TaskConfig, sample_tasks
 
 __all__ = [
     "PRESETS",
     "VARIANTS",
-    "Scores",
-    "describe",
-    "figure",
+    "evaluate_shift",
     "main",
-    "obtain_model",
-    "require_matplotlib",
-    "score_model",
-    "seeded_generator",
+    "plot",
+    "run",
     "variant_config",
     "variant_streams",
-    "write_json",
 ]
 
 TRAIN_SCALE = 0.1
@@ -93,7 +91,6 @@ VARIANTS: dict[str, dict] = {
 }
 """Task variants of paper Fig. 7 (spec §4.3): name -> changes to the training tasks."""
 
-SOURCES = ("shipped", "fast", "paper")
 PRESETS: dict[str, dict] = {
     "small": dict(d=[8, 32], k=[6, 10], n=512, tasks=256, horizon=20, source="shipped",
                   n_seeds=1, steps=None),
@@ -101,12 +98,6 @@ PRESETS: dict[str, dict] = {
                   n_seeds=10, steps=None),
 }
 """Settings of ``--preset``; every option given on the command line overrides them."""
-
-
-# ------------------------------------------------------------------------------ helpers
-
-
-# ------------------------------------------------------------------------------ the probe
 
 
 def variant_config(variant: str, d: int, k: int, n: int) -> TaskConfig:
@@ -161,9 +152,7 @@ def run(settings: dict, device: torch.device) -> dict:
     """Run the probe; the records of every (shape, model seed, variant)."""
     records, models = [], []
     for d, k in zip(settings["d"], settings["k"], strict=True):
-        n_seeds = 1 if settings["source"] == "shipped" else settings["n_seeds"]
-        for s in range(n_seeds):
-            seed = settings["seed"] + s
+        for seed in model_seeds(settings):
             model, info = obtain_model(settings["source"], d, k, f"{settings['embedding']}:l2",
                                        seed=seed,
                                        steps=settings["steps"], device=device)
@@ -231,12 +220,9 @@ def plot(result: dict, path: str | Path) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``skformer probe shift``."""
-    p = argparse.ArgumentParser(prog="skformer probe shift",
-                                description=__doc__.splitlines()[0])
-    p.add_argument("--preset", choices=tuple(PRESETS), default="small",
-                   help="small: shipped models on a CPU (default); paper: the paper's setting")
-    p.add_argument("--d", type=int, nargs="+", help="data dimensions, paired with --k")
-    p.add_argument("--k", type=int, nargs="+", help="cluster counts, paired with --d")
+    p = probe_parser("shift", __doc__, PRESETS,
+                     "small: shipped models on a CPU (default); paper: the paper's setting")
+    add_shape_options(p)
     p.add_argument("--n", type=int, help="points per evaluation task")
     p.add_argument("--tasks", type=int, help="evaluation tasks per variant")
     p.add_argument("--horizon", type=int, help="T of the multi-step ratio (0: skip it)")
@@ -251,9 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``skformer probe shift``; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    if args.plot:
-        require_matplotlib()
+    args = parse_probe_args(build_parser(), argv)
     settings = _settings(args)
     result = timed_run("shift", "paper B Fig. 7", args, settings, run)
     return publish(result, args, format_summary, plot)

@@ -49,9 +49,10 @@ from benchmarks.probes._common import (
     describe,
     figure,
     obtain_model,
+    parse_probe_args,
     preset_settings,
+    probe_parser,
     publish,
-    require_matplotlib,
     score_model,
     seeded_generator,
     timed_run,
@@ -269,10 +270,8 @@ def plot(result: dict, path: str | Path) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of ``skformer probe transfer``."""
-    p = argparse.ArgumentParser(prog="skformer probe transfer",
-                                description=__doc__.splitlines()[0])
-    p.add_argument("--preset", choices=tuple(PRESETS), default="small",
-                   help="small: a CPU in minutes (default); paper: the paper's setting")
+    p = probe_parser("transfer", __doc__, PRESETS,
+                     "small: a CPU in minutes (default); paper: the paper's setting")
     p.add_argument("--d", type=int, help="data dimension")
     p.add_argument("--k", type=int, help="number of clusters")
     p.add_argument("--n", type=int, help="points per evaluation task")
@@ -289,9 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``skformer probe transfer``; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    if args.plot:
-        require_matplotlib()
+    args = parse_probe_args(build_parser(), argv)
     settings = preset_settings(args, PRESETS)
     settings.update(embedding=args.embedding)
     result = timed_run("transfer", "paper B Fig. 8", args, settings, run)
