@@ -15,7 +15,16 @@ import skformer
 from skformer import store
 from skformer.cli import main
 from skformer.nn.learned import LearnedKMeansModel
-from skformer.store import ModelStoreError, load_model, pretrain, read_model, save_model
+from skformer.store import (
+    ModelStoreError,
+    load_model,
+    locations,
+    pretrain,
+    pretraining,
+    read_model,
+    save_model,
+)
+from skformer.store import format as store_format
 from skformer.training import TrainingConfig
 
 TINY = dict(steps=3, eval_every=3, n_val_tasks=8, n_points=32)
@@ -25,7 +34,7 @@ TINY = dict(steps=3, eval_every=3, n_val_tasks=8, n_points=32)
 def _cache(tmp_path, monkeypatch):
     """Every test gets its own empty cache and no shipped weights."""
     monkeypatch.setenv("SKFORMER_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(store, "shipped_dir", lambda: tmp_path / "no-shipped-weights")
+    monkeypatch.setattr(locations, "shipped_dir", lambda: tmp_path / "no-shipped-weights")
     return tmp_path / "cache"
 
 
@@ -33,14 +42,14 @@ def _cache(tmp_path, monkeypatch):
 def tiny_on_demand(monkeypatch):
     """On-demand pretraining with a tiny run; counts the calls of ``train``."""
     calls = []
-    real_train = store.train
+    real_train = pretraining.train
 
     def counting_train(config, **kwargs):
         calls.append(config)
         return real_train(config, **kwargs)
 
-    monkeypatch.setattr(store, "_on_demand_config", _tiny_config)
-    monkeypatch.setattr(store, "train", counting_train)
+    monkeypatch.setattr(pretraining, "_on_demand_config", _tiny_config)
+    monkeypatch.setattr(pretraining, "train", counting_train)
     return calls
 
 
@@ -177,7 +186,7 @@ def test_failed_write_leaves_nothing(tmp_path, monkeypatch):
     def broken_fsync(fd):
         raise OSError("disk full")
 
-    monkeypatch.setattr(store.os, "fsync", broken_fsync)  # fails after the bytes are written
+    monkeypatch.setattr(store_format.os, "fsync", broken_fsync)  # fails after the bytes are written
     with pytest.raises(OSError, match="disk full"):
         save_model(path, _model())
     assert list(tmp_path.iterdir()) == []
@@ -189,7 +198,7 @@ def test_failed_rewrite_keeps_the_old_file(tmp_path, monkeypatch):
     def broken_replace(src, dst):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(store.os, "replace", broken_replace)
+    monkeypatch.setattr(store_format.os, "replace", broken_replace)
     with pytest.raises(KeyboardInterrupt):
         save_model(path, _model(1), val_relative=0.7)
     assert list(tmp_path.iterdir()) == [path]
@@ -215,7 +224,7 @@ def test_model_filename():
 
 
 def test_missing_shipped_folder_is_an_empty_index(monkeypatch, tmp_path):
-    monkeypatch.setattr(store, "shipped_dir", lambda: tmp_path / "nowhere")
+    monkeypatch.setattr(locations, "shipped_dir", lambda: tmp_path / "nowhere")
     assert store.shipped_index() == []
 
 
@@ -224,7 +233,7 @@ def test_shipped_weights_come_first(monkeypatch, tmp_path, _cache):
     path = save_model(shipped / "mine.safetensors", _model(0), val_relative=0.8)
     (shipped / "index.json").write_text(json.dumps([store.index_entry(path) | {"loss": "l2"}]))
     save_model(_cache / store.model_filename(2, 3), _model(1))
-    monkeypatch.setattr(store, "shipped_dir", lambda: shipped)
+    monkeypatch.setattr(locations, "shipped_dir", lambda: shipped)
     assert store.find_model(2, 3) == path
     got = load_model(2, 3, pretrain=False)
     assert torch.equal(got.state_dict()["layer.points_to_centres.q_proj.weight"],
@@ -308,16 +317,16 @@ def test_invalid_preset():
 def _concurrent_worker(cache, barrier, results):
     """Run in a spawned process: tiny on-demand pretraining, counting training runs."""
     os.environ["SKFORMER_CACHE_DIR"] = cache
-    store.shipped_dir = lambda: Path(cache) / "no-shipped-weights"
+    locations.shipped_dir = lambda: Path(cache) / "no-shipped-weights"
     calls = []
-    real_train = store.train
+    real_train = pretraining.train
 
     def counting_train(config, **kwargs):
         calls.append(1)
         return real_train(config, **kwargs)
 
-    store._on_demand_config = _tiny_config
-    store.train = counting_train
+    pretraining._on_demand_config = _tiny_config
+    pretraining.train = counting_train
     barrier.wait(timeout=120)
     model = load_model(2, 3)
     x = torch.rand(2, 16, 2, generator=torch.Generator().manual_seed(0))
@@ -361,7 +370,7 @@ def test_cli_pretrain_to_file(tmp_path, capsys):
 
 
 def test_cli_pretrain_grid_to_cache(_cache, capsys, monkeypatch):
-    monkeypatch.setattr(store, "train", _tiny_train)
+    monkeypatch.setattr(pretraining, "train", _tiny_train)
     argv = ["pretrain", "--d", "1", "2", "--k", "2", "--no-progress", "--loss", "ne"]
     assert main(argv) == 0
     names = sorted(p.name for p in _cache.iterdir())

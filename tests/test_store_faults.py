@@ -29,8 +29,7 @@ import pytest
 import torch
 
 import skformer
-from skformer import store
-from skformer.store import ModelStoreError, load_model, read_model
+from skformer.store import ModelStoreError, load_model, locations, pretraining, read_model
 from skformer.training import TrainingConfig
 
 TINY = dict(steps=3, eval_every=3, n_val_tasks=8, n_points=32)
@@ -42,7 +41,7 @@ REPO = Path(skformer.__file__).resolve().parents[1]
 def _cache(tmp_path, monkeypatch):
     """Every test gets its own empty cache and no shipped weights (as test_store.py)."""
     monkeypatch.setenv("SKFORMER_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(store, "shipped_dir", lambda: tmp_path / "no-shipped-weights")
+    monkeypatch.setattr(locations, "shipped_dir", lambda: tmp_path / "no-shipped-weights")
     return tmp_path / "cache"
 
 
@@ -54,14 +53,14 @@ def _tiny_config(d, k, embedding, loss):
 def tiny_on_demand(monkeypatch):
     """On-demand pretraining with a tiny run; counts the calls of ``train``."""
     calls = []
-    real_train = store.train
+    real_train = pretraining.train
 
     def counting_train(config, **kwargs):
         calls.append(config)
         return real_train(config, **kwargs)
 
-    monkeypatch.setattr(store, "_on_demand_config", _tiny_config)
-    monkeypatch.setattr(store, "train", counting_train)
+    monkeypatch.setattr(pretraining, "_on_demand_config", _tiny_config)
+    monkeypatch.setattr(pretraining, "train", counting_train)
     return calls
 
 
@@ -69,8 +68,8 @@ def tiny_on_demand(monkeypatch):
 def good_file(tmp_path_factory) -> bytes:
     """The bytes of a valid model file: what tiny on-demand pretraining writes."""
     path = tmp_path_factory.mktemp("good") / NAME
-    store._pretrain(_tiny_config(2, 3, "binary", "l2"), path=path, progress=False,
-                    device="cpu")
+    pretraining._pretrain(_tiny_config(2, 3, "binary", "l2"), path=path, progress=False,
+                          device="cpu")
     return path.read_bytes()
 
 
@@ -271,10 +270,11 @@ def test_two_processes_pretraining_at_once_leave_one_valid_file(_cache, tmp_path
 KILLED = """
     import os, pathlib, sys, time
     from skformer import store
+    from skformer.store import locations, pretraining
     from skformer.training import TrainingConfig
     marker, where = pathlib.Path(sys.argv[1]), sys.argv[2]
-    store.shipped_dir = lambda: marker.parent / "no-shipped-weights"
-    real_train, real_replace = store.train, os.replace
+    locations.shipped_dir = lambda: marker.parent / "no-shipped-weights"
+    real_train, real_replace = pretraining.train, os.replace
     if where == "training":  # a run that trains until killed
         def config(d, k, embedding, loss):
             return TrainingConfig.fast(d, k, embedding=embedding, loss=loss, steps=10**6,
@@ -282,7 +282,7 @@ KILLED = """
         def train(config, **kwargs):
             marker.touch()
             return real_train(config, **kwargs)
-        store.train = train
+        pretraining.train = train
     else:  # a tiny run whose temporary file is written, then never renamed
         def config(d, k, embedding, loss):
             return TrainingConfig.fast(d, k, embedding=embedding, loss=loss, steps=3,
@@ -292,7 +292,7 @@ KILLED = """
             time.sleep(600)
             real_replace(src, dst)
         os.replace = replace
-    store._on_demand_config = config
+    pretraining._on_demand_config = config
     store.load_model(2, 3)
 """
 

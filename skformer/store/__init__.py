@@ -1,0 +1,50 @@
+"""The pretrained-model store: shipped weights, a user cache, pretraining on demand.
+
+A learned model is tied to one shape ``(d, k)``, one cluster-index embedding and one
+training loss. :func:`load_model` finds it in this order:
+
+1. the weights shipped in the package (``skformer/weights/`` and its ``index.json``);
+2. the user cache (``$SKFORMER_CACHE_DIR``, else ``$XDG_CACHE_HOME/skformer``, else
+   ``~/.cache/skformer``), one file per model named ``d{d}_k{k}_{embedding}_{loss}.safetensors``;
+3. if allowed, a short training run (the ``"fast"`` preset of
+   :class:`~skformer.training.TrainingConfig`) whose result is saved to the cache.
+
+The store has three parts:
+
+- :mod:`skformer.store.format`: the file format (safetensors + JSON metadata + content
+  hash), :func:`save_model`, :func:`read_model`;
+- :mod:`skformer.store.locations`: file names, the cache and shipped folders, the shipped
+  index, :func:`find_model`;
+- :mod:`skformer.store.pretraining`: :func:`pretrain` and :func:`load_model`, with the
+  inter-process lock of on-demand pretraining.
+"""
+
+from .format import FORMAT, FORMAT_VERSION, ModelStoreError, StoredModel, read_model, save_model
+from .locations import (
+    cache_dir,
+    find_model,
+    index_entry,
+    model_filename,
+    shipped_dir,
+    shipped_index,
+    write_index,
+)
+from .pretraining import load_model, pretrain
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "ModelStoreError",
+    "StoredModel",
+    "cache_dir",
+    "find_model",
+    "index_entry",
+    "load_model",
+    "model_filename",
+    "pretrain",
+    "read_model",
+    "save_model",
+    "shipped_dir",
+    "shipped_index",
+    "write_index",
+]

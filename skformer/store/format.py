@@ -1,0 +1,246 @@
+"""The model file format: one ``.safetensors`` file, JSON metadata, a content hash.
+
+One ``.safetensors`` file: the model's ``state_dict``, plus header metadata with a single
+key ``"skformer"`` whose value is a JSON document::
+
+    {"format": "skformer-model", "format_version": 1,
+     "model_config": {...},            # LearnedKMeansModel(**model_config) rebuilds the model
+     "training_config": {...} | null,  # TrainingConfig.to_dict()
+     "val_relative": float | null,     # relative validation loss, paper eq. (20)
+     "training": {...} | null,         # summary: steps, seconds, best_val_relative, best_step
+     "package_version": "...", "created": "ISO 8601 timestamp",
+     "content_hash": "sha256:..."}
+
+The content hash covers the tensors (by sorted name: name, dtype, shape, raw bytes) and the
+metadata without the hash itself (``json.dumps(..., sort_keys=True)``), so a flipped byte
+anywhere is detected. Writes go to a temporary file in the target directory, are fsynced
+and renamed into place (:func:`os.replace`), so readers never see a partial file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import hashlib
+import json
+import os
+import struct
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import safetensors.torch
+import torch
+
+from .._version import __version__
+from ..nn.learned import LearnedKMeansModel
+from ..training import TrainingConfig
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "ModelStoreError", "StoredModel", "read_model",
+           "save_model"]
+
+FORMAT = "skformer-model"
+FORMAT_VERSION = 1
+_METADATA_KEY = "skformer"
+_MAX_HEADER = 100_000_000  # safetensors' own limit on the JSON header
+
+
+class ModelStoreError(ValueError):
+    """A model file that is missing, unreadable, corrupted or not a skformer model."""
+
+
+@dataclass(frozen=True)
+class StoredModel:
+    """A model read from a file, with its metadata."""
+
+    model: LearnedKMeansModel
+    """The model, in eval mode."""
+    metadata: dict
+    """The decoded ``"skformer"`` JSON document (see the module docstring)."""
+    path: Path
+
+
+def _tensor_bytes(tensor: torch.Tensor) -> bytes:
+    flat = tensor.detach().cpu().contiguous().reshape(-1)
+    return flat.view(torch.uint8).numpy().tobytes()
+
+
+def _content_hash(tensors: dict[str, torch.Tensor], metadata: dict) -> str:
+    """SHA-256 over the tensors (sorted by name) and the canonical metadata JSON."""
+    h = hashlib.sha256()
+    for name in sorted(tensors):
+        t = tensors[name]
+        head = json.dumps([name, str(t.dtype).removeprefix("torch."), list(t.shape)])
+        data = _tensor_bytes(t)
+        h.update(head.encode("utf-8") + b"\n" + len(data).to_bytes(8, "little"))
+        h.update(data)
+    body = {k: v for k, v in metadata.items() if k != "content_hash"}
+    h.update(json.dumps(body, sort_keys=True).encode("utf-8"))
+    return "sha256:" + h.hexdigest()
+
+
+def _json_float(value) -> float | None:
+    return None if value is None else float(value)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through an fsynced temporary file and a rename."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        if hasattr(os, "fchmod"):  # mkstemp makes 0600 files; give the usual permissions
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(fd, 0o666 & ~umask)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    if hasattr(os, "O_DIRECTORY"):  # make the rename itself durable (POSIX)
+        with contextlib.suppress(OSError):
+            dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+
+
+def save_model(
+    path: str | os.PathLike,
+    model: LearnedKMeansModel,
+    *,
+    training_config: TrainingConfig | None = None,
+    val_relative: float | None = None,
+    training: dict | None = None,
+) -> Path:
+    """Write a model and its metadata to one ``.safetensors`` file, atomically.
+
+    Parameters
+    ----------
+    path : path-like
+        The file to write (its folder is created if needed). An existing file is
+        replaced in one step: readers see the old or the new file, never a mix.
+    model : LearnedKMeansModel
+        Saved from any device; the file always holds CPU tensors.
+    training_config : TrainingConfig, default=None
+    val_relative : float, default=None
+        Relative validation loss of the model (paper eq. 20; < 1 beats one Lloyd step).
+    training : dict, default=None
+        A JSON-serialisable summary of the training run (steps, seconds, ...).
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> model = LearnedKMeansModel.from_exact(2, 3)
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = save_model(pathlib.Path(tmp) / "m.safetensors", model, val_relative=0.97)
+    ...     stored = read_model(path)
+    >>> stored.metadata["val_relative"], stored.metadata["model_config"]["n_clusters"]
+    (0.97, 3)
+    """
+    path = Path(path)
+    tensors = {
+        name: t.detach().cpu().contiguous().clone() for name, t in model.state_dict().items()
+    }
+    metadata = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "model_config": model.config,
+        "training_config": None if training_config is None else training_config.to_dict(),
+        "val_relative": _json_float(val_relative),
+        "training": training,
+        "package_version": __version__,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    metadata = json.loads(json.dumps(metadata))  # exactly what a reader will decode
+    metadata["content_hash"] = _content_hash(tensors, metadata)
+    data = safetensors.torch.save(tensors, metadata={_METADATA_KEY: json.dumps(metadata)})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, data)
+    return path
+
+
+def _read_header(data: bytes, path: Path) -> dict:
+    """The safetensors JSON header, or a ModelStoreError saying why there is none."""
+    if len(data) < 8:
+        raise ModelStoreError(f"{path} is not a safetensors file (only {len(data)} bytes).")
+    (size,) = struct.unpack("<Q", data[:8])
+    if size > _MAX_HEADER or size > len(data) - 8:
+        raise ModelStoreError(
+            f"{path} is not a safetensors file, or it is truncated (header of {size} bytes "
+            f"in a file of {len(data)} bytes)."
+        )
+    try:
+        header = json.loads(data[8 : 8 + size].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ModelStoreError(f"{path} is not a safetensors file: bad header ({exc}).") from exc
+    if not isinstance(header, dict):
+        raise ModelStoreError(f"{path} is not a safetensors file: bad header.")
+    return header
+
+
+def read_model(path: str | os.PathLike, *, map_location: str | torch.device = "cpu"
+               ) -> StoredModel:
+    """Read and verify a model file written by :func:`save_model`.
+
+    The weights are decoded on the CPU first and then moved to ``map_location``, so a
+    model saved from a GPU loads on a CPU-only machine.
+
+    Parameters
+    ----------
+    path : path-like
+    map_location : str or torch.device, default="cpu"
+
+    Returns
+    -------
+    StoredModel
+        The model in eval mode, its metadata and the path.
+
+    Raises
+    ------
+    ModelStoreError
+        If the file is not safetensors, is truncated, is not a skformer model, has an
+        unsupported format version, or fails the content-hash check.
+    FileNotFoundError
+        If there is no such file.
+    """
+    path = Path(path)
+    data = path.read_bytes()
+    header = _read_header(data, path)
+    try:
+        tensors = safetensors.torch.load(data)  # always CPU tensors
+    except Exception as exc:  # SafetensorError is not exported under a stable name
+        raise ModelStoreError(f"{path} is not a valid safetensors file: {exc}") from exc
+    raw = (header.get("__metadata__") or {}).get(_METADATA_KEY)
+    if raw is None:
+        raise ModelStoreError(f"{path} is not a skformer model (no skformer metadata).")
+    try:
+        metadata = json.loads(raw)
+    except ValueError as exc:
+        raise ModelStoreError(f"{path}: unreadable skformer metadata ({exc}).") from exc
+    if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
+        raise ModelStoreError(f"{path} is not a skformer model (format is not {FORMAT!r}).")
+    version = metadata.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ModelStoreError(
+            f"{path} has format_version {version!r}; this skformer ({__version__}) reads "
+            f"format_version {FORMAT_VERSION}. Pretrain the model again."
+        )
+    if metadata.get("content_hash") != _content_hash(tensors, metadata):
+        raise ModelStoreError(f"{path} is corrupted: content hash mismatch.")
+    try:
+        model = LearnedKMeansModel(**metadata["model_config"])
+        model.load_state_dict(tensors)
+    except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+        raise ModelStoreError(f"{path}: the weights do not fit the model config ({exc}).") from exc
+    model.to(map_location).eval()
+    return StoredModel(model=model, metadata=metadata, path=path)

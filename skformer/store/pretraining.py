@@ -1,0 +1,242 @@
+"""Pretraining and loading: :func:`pretrain`, and :func:`load_model` (shipped, cached, or
+trained on demand).
+
+On-demand pretraining runs the ``"fast"`` preset of
+:class:`~skformer.training.TrainingConfig` and saves its model to the cache; on POSIX a lock
+file serialises "check the cache, train, save" across processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+
+from ..nn.learned import LearnedKMeansModel
+from ..training import TrainingConfig, TrainingResult, train
+from .format import ModelStoreError, read_model, save_model
+from .locations import _check_model_key, cache_dir, find_model, model_filename, shipped_dir
+
+__all__ = ["load_model", "pretrain"]
+
+PRESETS = ("fast", "paper")
+
+logger = logging.getLogger("skformer")
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive inter-process lock on ``path.lock`` (POSIX ``flock``; else no lock)."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: atomic writes still keep every file whole
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a+b") as f:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _summary(result: TrainingResult) -> dict:
+    return {
+        "steps": result.config.steps,
+        "seconds": round(float(result.seconds), 3),
+        "best_val_relative": float(result.best_val_relative),
+        "best_step": int(result.best_step),
+    }
+
+
+def _pretrain(config: TrainingConfig, *, path: Path | None, progress: bool,
+              device) -> TrainingResult:
+    result = train(config, progress=progress, device=device)
+    if path is not None:
+        save_model(path, result.model, training_config=config,
+                   val_relative=result.last_val_relative, training=_summary(result))
+    return result
+
+
+def pretrain(
+    n_features: int,
+    n_clusters: int,
+    *,
+    embedding: str = "binary",
+    loss: str = "l2",
+    preset: str = "fast",
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    progress: bool = False,
+    save: bool = True,
+    path: str | os.PathLike | None = None,
+    **overrides,
+) -> LearnedKMeansModel:
+    """Train a learned model for one shape and (by default) save it to the cache.
+
+    Parameters
+    ----------
+    n_features, n_clusters : int
+        The shape ``(d, k)``.
+    embedding : {"binary", "onehot", "none"}, default="binary"
+    loss : {"l2", "ne"}, default="l2"
+        Smoothed k-means loss: sparsemax (L2) or softmax (NE) weights.
+    preset : {"fast", "paper"}, default="fast"
+        :meth:`TrainingConfig.fast` (warm start from the exact construction, 200 steps;
+        with ``embedding="none"``, which has no exact construction, a cold start) or
+        :meth:`TrainingConfig.paper` (cold start, 10,000 steps).
+    seed : int, default=0
+    device : str or torch.device, default="cpu"
+    progress : bool, default=False
+        Show a tqdm progress bar.
+    save : bool, default=True
+        Write the model, its training config and validation score to ``path``.
+    path : path-like, default=None
+        Where to save; None is the cache file of the shape (see :func:`cache_dir`).
+    **overrides
+        Other :class:`~skformer.training.TrainingConfig` fields (``steps``, ``lr``, ...).
+
+    Returns
+    -------
+    LearnedKMeansModel
+        In eval mode, on ``device``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> model = pretrain(2, 3, steps=2, eval_every=2, n_val_tasks=8, n_points=32, save=False)
+    >>> model.config["n_clusters"], model.training
+    (3, False)
+    """
+    _check_model_key(n_features, n_clusters, embedding, loss)
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}.")
+    if preset == "fast":
+        config = _fast_config(int(n_features), int(n_clusters), embedding, loss, seed=seed,
+                              **overrides)
+    else:
+        config = TrainingConfig.paper(int(n_features), int(n_clusters), embedding=embedding,
+                                      loss=loss, seed=seed, **overrides)
+    target = None
+    if save:
+        target = Path(path) if path is not None else cache_dir() / model_filename(
+            n_features, n_clusters, embedding, loss)
+    return _pretrain(config, path=target, progress=progress, device=device).model.eval()
+
+
+def _fast_config(n_features: int, n_clusters: int, embedding: str, loss: str,
+                 **overrides) -> TrainingConfig:
+    """The ``"fast"`` preset; without an index embedding there is no exact warm start."""
+    if embedding == "none":
+        overrides.setdefault("init", "random")
+    return TrainingConfig.fast(n_features, n_clusters, embedding=embedding, loss=loss,
+                               **overrides)
+
+
+def _on_demand_config(n_features: int, n_clusters: int, embedding: str,
+                      loss: str) -> TrainingConfig:
+    """The training run of on-demand pretraining (the ``"fast"`` preset)."""
+    return _fast_config(n_features, n_clusters, embedding, loss)
+
+
+def _read_checked(path: Path, key: tuple, device) -> LearnedKMeansModel:
+    stored = read_model(path, map_location=device)
+    config = stored.metadata["model_config"]
+    trained = stored.metadata.get("training_config") or {}
+    found = (config.get("n_features"), config.get("n_clusters"), config.get("embedding"),
+             trained.get("loss", key[3]))
+    if found != key:
+        raise ModelStoreError(
+            f"{path} holds a model for (d, k, embedding, loss) = {found}, expected {key}."
+        )
+    return stored.model
+
+
+def load_model(
+    n_features: int,
+    n_clusters: int,
+    *,
+    embedding: str = "binary",
+    loss: str = "l2",
+    pretrain: bool = True,
+    device: str | torch.device = "cpu",
+    progress: bool = False,
+) -> LearnedKMeansModel:
+    """The learned model for a shape: shipped, else cached, else pretrained on demand.
+
+    Parameters
+    ----------
+    n_features, n_clusters : int
+        The shape ``(d, k)``.
+    embedding : {"binary", "onehot", "none"}, default="binary"
+    loss : {"l2", "ne"}, default="l2"
+    pretrain : bool, default=True
+        If no stored model exists, train one with the ``"fast"`` preset and save it to
+        the cache (under an inter-process lock, so concurrent callers train it once).
+        If False, raise :class:`LookupError` instead.
+    device : str or torch.device, default="cpu"
+    progress : bool, default=False
+        Show a progress bar while pretraining.
+
+    Returns
+    -------
+    LearnedKMeansModel
+        In eval mode, on ``device``; its parameters still require gradients, so it
+        can be fine-tuned.
+
+    Raises
+    ------
+    LookupError
+        If no model is stored and ``pretrain=False``.
+    ModelStoreError
+        If a shipped model file is broken, or a cached one is and ``pretrain=False``.
+
+    Examples
+    --------
+    >>> load_model(10**6, 3, pretrain=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    LookupError: No pretrained skformer model for d=1000000, k=3, ...
+    """
+    _check_model_key(n_features, n_clusters, embedding, loss)
+    d, k = int(n_features), int(n_clusters)
+    key = (d, k, embedding, loss)
+    cached = cache_dir() / model_filename(*key)
+
+    def read_stored() -> LearnedKMeansModel | None:
+        path = find_model(*key[:2], embedding=embedding, loss=loss)
+        if path is None:
+            return None
+        if path != cached or not pretrain:
+            return _read_checked(path, key, device)
+        try:
+            return _read_checked(path, key, device)
+        except ModelStoreError as exc:
+            warnings.warn(f"{exc} Pretraining it again.", UserWarning, stacklevel=3)
+            return None
+
+    model = read_stored()
+    if model is not None:
+        return model
+    if not pretrain:
+        raise LookupError(
+            f"No pretrained skformer model for d={d}, k={k}, embedding={embedding!r}, "
+            f"loss={loss!r} (looked in {shipped_dir()} and {cache_dir()}). Pretrain it with "
+            f"`skformer pretrain --d {d} --k {k} --embedding {embedding} --loss {loss}` or "
+            "skformer.pretrain(...), or pass pretrain=True."
+        )
+    with _locked(cached):
+        model = read_stored()  # another process may have trained it while we waited
+        if model is not None:
+            return model
+        logger.info("pretraining on demand a model for d=%d, k=%d, embedding=%s, loss=%s; "
+                    "it will be saved to %s", d, k, embedding, loss, cached)
+        config = _on_demand_config(d, k, embedding, loss)
+        result = _pretrain(config, path=cached, progress=progress, device=device)
+    return result.model.to(device).eval()
