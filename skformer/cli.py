@@ -20,11 +20,12 @@ probe
 
 ``bench`` and ``probe`` run modules of the ``benchmarks`` package, which lives beside
 ``skformer/`` in the source repository and is not installed; they find it from a source
-checkout (see :func:`_import_benchmarks`) and say how to get it otherwise.
+checkout and say how to get it otherwise (:mod:`skformer._cli_bench`).
 
 The parser is built from one sub-parser per command, so that later commands
 (``cluster``, ``pretrain``, ``bench``, ``probe``) plug in by adding a ``_add_<name>``
-function to :data:`_COMMANDS`. This module is the only place in skformer that prints.
+function to :data:`_COMMANDS`. This module and :mod:`skformer._cli_bench` are the only
+places in skformer that print.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from skformer._cli_bench import add_bench, add_probe
 from skformer._version import __version__
 
 DATASETS = ("iris", "wine", "breast_cancer", "digits")
@@ -381,110 +383,6 @@ def _add_pretrain(subparsers) -> None:
     p.set_defaults(func=_run_pretrain)
 
 
-# Benchmarks: name -> (module with a ``main(argv) -> int``, one-line help). The modules live
-# in the ``benchmarks`` package of the source repository (see _import_benchmarks).
-_BENCHMARKS = {
-    "exact": (
-        "benchmarks.exact_vs_kmeans",
-        "ExactLloydTransformer (fused) against KMeans: time per iteration and peak memory",
-    ),
-    "pretrain": (
-        "benchmarks.pretrain_speed",
-        "seconds and relative validation loss of the on-demand pretraining preset",
-    ),
-    "learning": (
-        "benchmarks.learning",
-        "the paper's learning findings: one-step loss, OH/BN convergence, multi-step",
-    ),
-    "cost": (
-        "benchmarks.cost",
-        "learned model cost, one-hot against binary embedding (paper Table 1, Figure 1)",
-    ),
-    "kmeans": (
-        "benchmarks.versus_kmeans",
-        "TransformerKMeans against KMeans: inertia ratio, ARI/NMI, fit time on bundled and "
-        "generated data",
-    ),
-}
-
-_NO_BENCHMARKS = (
-    "skformer {command}: the benchmarks and probes are not part of the installed skformer "
-    "package; they live in the folder benchmarks/ of skformer's source repository, beside "
-    "skformer/. To run them, clone the repository, install it from its root with "
-    "`pip install -e .`, then run `skformer {command} ...` (or, from the repository root, "
-    "`python -m skformer {command} ...`)."
-)
-
-
-def _import_benchmarks(module: str, command: str):
-    """Import ``module`` of the ``benchmarks`` package, which is not installed.
-
-    The package is taken from, in order: ``sys.modules`` if already imported; the folder
-    ``benchmarks/`` beside this package's folder (a source checkout or an editable install,
-    whatever the current directory), whose parent is put first on ``sys.path``; ``sys.path``
-    as it is. Where none holds it (an installed wheel), print how to get it and exit with
-    status 2.
-    """
-    import importlib
-    from pathlib import Path
-
-    if "benchmarks" not in sys.modules:
-        root = Path(__file__).resolve().parent.parent
-        if (root / "benchmarks" / "__init__.py").is_file() and str(root) not in sys.path:
-            sys.path.insert(0, str(root))
-    try:
-        return importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not (module == exc.name or module.startswith(exc.name + ".")):
-            raise  # a module the benchmark itself imports is missing
-        print(_NO_BENCHMARKS.format(command=command), file=sys.stderr)
-        raise SystemExit(2) from None
-
-
-def _run_module(args: argparse.Namespace) -> int:
-    """Import the chosen benchmark's or probe's module and hand it the remaining options."""
-    module = _import_benchmarks(args.registry[args.name][0], args.command)
-    return int(module.main(args.options))
-
-
-def _add_dispatcher(subparsers, command: str, registry, what: str, help: str) -> None:
-    """``skformer COMMAND NAME [options]`` for the modules of ``registry``.
-
-    ``registry`` maps each name to ``(module, one-line help)``, or is a function that
-    returns that mapping; it is read only when ``COMMAND`` is parsed, so that
-    ``skformer --help`` and the other commands never import ``benchmarks``.
-    """
-
-    def complete(p: argparse.ArgumentParser) -> None:
-        entries = registry() if callable(registry) else registry
-        p.description = f"Run {help.removeprefix('run ')}. " + " ".join(
-            f"'{name}': {text}." for name, (_, text) in entries.items()
-        )
-        p.add_argument("name", metavar=what.upper(), choices=list(entries))
-        p.add_argument("options", nargs=argparse.REMAINDER, help=f"options of the {what}")
-        p.set_defaults(func=_run_module, registry=entries)
-
-    subparsers.add_parser(
-        command, help=f"{help} (skformer {command} NAME --help for its options)",
-        complete=complete,
-    )
-
-
-def _add_bench(subparsers) -> None:
-    _add_dispatcher(subparsers, "bench", _BENCHMARKS, "benchmark",
-                    "run one of skformer's benchmarks")
-
-
-def _probes() -> dict:
-    """The probe registry, ``PROBES`` of ``benchmarks.probes``."""
-    return _import_benchmarks("benchmarks.probes", "probe").PROBES
-
-
-def _add_probe(subparsers) -> None:
-    _add_dispatcher(subparsers, "probe", _probes, "probe",
-                    "run one of the paper's probes of the learned model")
-
-
 class _Parser(argparse.ArgumentParser):
     """An argument parser that can add its arguments when it is first used.
 
@@ -509,8 +407,8 @@ _COMMANDS: tuple[Callable[[argparse._SubParsersAction], None], ...] = (
     _add_demo,
     _add_cluster,
     _add_pretrain,
-    _add_bench,
-    _add_probe,
+    add_bench,
+    add_probe,
 )
 
 

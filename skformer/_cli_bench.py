@@ -1,0 +1,121 @@
+"""The ``bench`` and ``probe`` commands of ``skformer``: run a module of ``benchmarks``.
+
+The benchmarks and the paper's probes live in the package ``benchmarks`` beside
+``skformer/`` in the source repository, as scikit-learn keeps ``benchmarks/`` beside
+``sklearn/``; ``pip install .`` does not install it. :func:`_import_benchmarks` finds it
+from a source checkout (an editable install included, from any current directory) and,
+where there is none (a wheel), says how to get it. The probe registry is read only when
+``skformer probe`` is parsed, so the other commands never import ``benchmarks``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["add_bench", "add_probe"]
+
+
+# Benchmarks: name -> (module with a ``main(argv) -> int``, one-line help). The modules live
+# in the ``benchmarks`` package of the source repository (see _import_benchmarks).
+_BENCHMARKS = {
+    "exact": (
+        "benchmarks.exact_vs_kmeans",
+        "ExactLloydTransformer (fused) against KMeans: time per iteration and peak memory",
+    ),
+    "pretrain": (
+        "benchmarks.pretrain_speed",
+        "seconds and relative validation loss of the on-demand pretraining preset",
+    ),
+    "learning": (
+        "benchmarks.learning",
+        "the paper's learning findings: one-step loss, OH/BN convergence, multi-step",
+    ),
+    "cost": (
+        "benchmarks.cost",
+        "learned model cost, one-hot against binary embedding (paper Table 1, Figure 1)",
+    ),
+    "kmeans": (
+        "benchmarks.versus_kmeans",
+        "TransformerKMeans against KMeans: inertia ratio, ARI/NMI, fit time on bundled and "
+        "generated data",
+    ),
+}
+
+_NO_BENCHMARKS = (
+    "skformer {command}: the benchmarks and probes are not part of the installed skformer "
+    "package; they live in the folder benchmarks/ of skformer's source repository, beside "
+    "skformer/. To run them, clone the repository, install it from its root with "
+    "`pip install -e .`, then run `skformer {command} ...` (or, from the repository root, "
+    "`python -m skformer {command} ...`)."
+)
+
+
+def _import_benchmarks(module: str, command: str):
+    """Import ``module`` of the ``benchmarks`` package, which is not installed.
+
+    The package is taken from, in order: ``sys.modules`` if already imported; the folder
+    ``benchmarks/`` beside this package's folder (a source checkout or an editable install,
+    whatever the current directory), whose parent is put first on ``sys.path``; ``sys.path``
+    as it is. Where none holds it (an installed wheel), print how to get it and exit with
+    status 2.
+    """
+    import importlib
+    from pathlib import Path
+
+    if "benchmarks" not in sys.modules:
+        root = Path(__file__).resolve().parent.parent
+        if (root / "benchmarks" / "__init__.py").is_file() and str(root) not in sys.path:
+            sys.path.insert(0, str(root))
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not (module == exc.name or module.startswith(exc.name + ".")):
+            raise  # a module the benchmark itself imports is missing
+        print(_NO_BENCHMARKS.format(command=command), file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _run_module(args: argparse.Namespace) -> int:
+    """Import the chosen benchmark's or probe's module and hand it the remaining options."""
+    module = _import_benchmarks(args.registry[args.name][0], args.command)
+    return int(module.main(args.options))
+
+
+def _add_dispatcher(subparsers, command: str, registry, what: str, help: str) -> None:
+    """``skformer COMMAND NAME [options]`` for the modules of ``registry``.
+
+    ``registry`` maps each name to ``(module, one-line help)``, or is a function that
+    returns that mapping; it is read only when ``COMMAND`` is parsed, so that
+    ``skformer --help`` and the other commands never import ``benchmarks``. The parsers
+    of ``subparsers`` must take ``complete`` (``skformer.cli._Parser`` does).
+    """
+
+    def complete(p: argparse.ArgumentParser) -> None:
+        entries = registry() if callable(registry) else registry
+        p.description = f"Run {help.removeprefix('run ')}. " + " ".join(
+            f"'{name}': {text}." for name, (_, text) in entries.items()
+        )
+        p.add_argument("name", metavar=what.upper(), choices=list(entries))
+        p.add_argument("options", nargs=argparse.REMAINDER, help=f"options of the {what}")
+        p.set_defaults(func=_run_module, registry=entries)
+
+    subparsers.add_parser(
+        command, help=f"{help} (skformer {command} NAME --help for its options)",
+        complete=complete,
+    )
+
+
+def add_bench(subparsers) -> None:
+    _add_dispatcher(subparsers, "bench", _BENCHMARKS, "benchmark",
+                    "run one of skformer's benchmarks")
+
+
+def _probes() -> dict:
+    """The probe registry, ``PROBES`` of ``benchmarks.probes``."""
+    return _import_benchmarks("benchmarks.probes", "probe").PROBES
+
+
+def add_probe(subparsers) -> None:
+    _add_dispatcher(subparsers, "probe", _probes, "probe",
+                    "run one of the paper's probes of the learned model")
