@@ -142,8 +142,11 @@ class ExactLloydTransformer(BaseTransformerKMeans):
         self.embedding = embedding
         self.path = path
 
-    def _make_model(self, n_features: int, device: torch.device, dtype: torch.dtype):
-        model = ExactLloydModel(
-            n_features, self.n_clusters, embedding=self.embedding, path=self.path
-        )
-        return model.to(device=device, dtype=dtype)
+    def _fit_spec(self, n_features: int, device: torch.device, random_state) -> dict:
+        # The fused path is the fit layer's Lloyd step; the literal layer runs only when
+        # asked for.
+        exact = None
+        if self.path == "dense":
+            exact = ExactLloydModel(n_features, self.n_clusters, embedding=self.embedding,
+                                    path="dense").to(device)
+        return {"exact": exact}

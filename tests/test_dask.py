@@ -1,9 +1,8 @@
-"""skformer on dask arrays: the block-by-block fit against the in-memory fit.
+"""skformer on dask arrays: what is particular to them.
 
-Oracle first: from the same explicit initial centres the exact model's dask fit *is* the
-in-memory fit (the same labels and steps; centres equal up to the order of the sums), and
-TransformerKMeans' matches it within float32 rounding of the learned steps. Then what the
-methods return for dask input, sample weights, float32, the joblib backend, errors.
+The fit is the one every container gets (tests/test_containers.py compares NumPy,
+memmap and dask fits); here: the context and initialisation samples, what the methods
+return for dask input (lazy arrays), the schedulers, the joblib backend, errors.
 
 Everything runs on one LocalCluster of two worker processes, as a user's cluster would.
 """
@@ -22,7 +21,6 @@ from sklearn.datasets import make_blobs  # noqa: E402
 from sklearn.model_selection import GridSearchCV  # noqa: E402
 
 from skformer import ExactLloydTransformer, TransformerKMeans  # noqa: E402
-from skformer.dask import fit_dask  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -56,85 +54,7 @@ def start(X, k, seed):
     return X[np.random.default_rng(seed).choice(X.shape[0], k, replace=False)]
 
 
-# -- oracle: the in-memory fit -----------------------------------------------------------
-
-
-@pytest.mark.parametrize("k", [1, 4, 7])
-def test_exact_equals_in_memory(client, global_random_seed, k):
-    X = blobs(global_random_seed, std=3.0)
-    init = start(X, k, global_random_seed)
-    ours = ExactLloydTransformer(k, init=init, n_init=1).fit(chunked(X))
-    ref = ExactLloydTransformer(k, init=init, n_init=1).fit(X)
-    np.testing.assert_array_equal(ours.labels_.compute(), ref.labels_)
-    np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, rtol=0, atol=1e-10)
-    assert ours.n_iter_ == ref.n_iter_
-    assert ours.inertia_ == pytest.approx(ref.inertia_, rel=1e-12)
-    assert ours.n_features_in_ == 4
-
-
-def test_exact_equals_in_memory_with_weights(client, global_random_seed):
-    X = blobs(global_random_seed, std=3.0)
-    w = np.random.default_rng(global_random_seed).uniform(0, 3, X.shape[0])
-    init = start(X, 5, global_random_seed)
-    ref = ExactLloydTransformer(5, init=init).fit(X, sample_weight=w)
-    for weights in (w, da.from_array(w, chunks=900)):  # NumPy, or dask with other blocks
-        ours = ExactLloydTransformer(5, init=init).fit(chunked(X), sample_weight=weights)
-        np.testing.assert_array_equal(ours.labels_.compute(), ref.labels_)
-        np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, atol=1e-10)
-        assert ours.n_iter_ == ref.n_iter_
-        assert ours.inertia_ == pytest.approx(ref.inertia_, rel=1e-12)
-
-
-def test_small_data_same_init_as_in_memory(client, global_random_seed):
-    """Up to 10_000 rows the init sample is all rows: k-means++ draws the same centres."""
-    X = blobs(global_random_seed, std=3.0)
-    ours = ExactLloydTransformer(4, random_state=global_random_seed, n_init=3).fit(chunked(X))
-    ref = ExactLloydTransformer(4, random_state=global_random_seed, n_init=3).fit(X)
-    np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, atol=1e-10)
-    assert ours.inertia_ == pytest.approx(ref.inertia_, rel=1e-12)
-
-
-def test_transformer_kmeans_matches_in_memory(client, global_random_seed):
-    """Learned steps in float32, A3 merged in another order: equal within rounding; the
-    Lloyd finish reaches the same fixed point."""
-    X = blobs(global_random_seed, d=8, k=5, std=1.0)
-    init = start(X, 5, global_random_seed) + 1.0
-    params = dict(init=init, random_state=global_random_seed, device="cpu")
-    ours = TransformerKMeans(5, **params).fit(chunked(X))
-    ref = TransformerKMeans(5, **params).fit(X)
-    np.testing.assert_array_equal(ours.labels_.compute(), ref.labels_)
-    np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, atol=1e-10)
-    assert (ours.n_learned_steps_, ours.n_lloyd_steps_) == (
-        ref.n_learned_steps_, ref.n_lloyd_steps_)
-
-    # The learned steps alone: within 1e-5 of the data's range.
-    ours = TransformerKMeans(5, finish="none", max_iter=5, **params).fit(chunked(X))
-    ref = TransformerKMeans(5, finish="none", max_iter=5, **params).fit(X)
-    scale = np.ptp(X, axis=0).max()
-    np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, rtol=0,
-                               atol=1e-5 * scale)
-    assert ours.n_learned_steps_ == ref.n_learned_steps_
-
-
-def test_learned_steps_see_the_in_memory_objective(client, caplog, global_random_seed):
-    """The objective that picks the learned steps' best centres, summed over blocks, is
-    the in-memory one (as logged at each step)."""
-    X = blobs(global_random_seed, d=4, k=3, std=4.0)
-    w = np.random.default_rng(global_random_seed).uniform(0.5, 2, X.shape[0])
-    params = dict(init=start(X, 3, global_random_seed), finish="none", max_iter=4,
-                  verbose=1, device="cpu")
-
-    def objectives(data, weights):
-        caplog.clear()
-        with caplog.at_level("INFO", logger="skformer"):
-            TransformerKMeans(3, **params).fit(data, sample_weight=weights)
-        return [float(r.getMessage().rsplit(" ", 1)[1].rstrip("."))
-                for r in caplog.records if r.getMessage().startswith("Learned step ")]
-
-    for weights in (None, w):
-        ours, ref = objectives(chunked(X), weights), objectives(X, weights)
-        assert len(ours) == len(ref) >= 2
-        np.testing.assert_allclose(ours, ref, rtol=1e-5)
+# -- the fit: the in-memory one (tests/test_containers.py holds the full comparison) -----
 
 
 def test_transformer_kmeans_context_sample_with_weights(client, global_random_seed):
@@ -145,8 +65,17 @@ def test_transformer_kmeans_context_sample_with_weights(client, global_random_se
                   max_iter=4, device="cpu")
     ours = TransformerKMeans(3, **params).fit(chunked(X), sample_weight=w)
     ref = TransformerKMeans(3, **params).fit(X, sample_weight=w)
-    np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, rtol=0,
-                               atol=1e-5 * np.ptp(X, axis=0).max())
+    np.testing.assert_array_equal(ours.cluster_centers_, ref.cluster_centers_)
+
+
+def test_large_data_init_on_a_seeded_sample(client):
+    """Above 10_000 rows k-means++ runs on a seeded sample of the rows (documented)."""
+    X = blobs(5, n=12_000, d=3, k=4, std=1.0)
+    a = ExactLloydTransformer(4, random_state=0).fit(chunked(X, rows=(5000, 4000, 3000)))
+    b = ExactLloydTransformer(4, random_state=0).fit(chunked(X, rows=(6000, 6000)))
+    np.testing.assert_allclose(a.cluster_centers_, b.cluster_centers_, rtol=1e-10)
+    assert a.inertia_ == pytest.approx(ExactLloydTransformer(4, random_state=0).fit(X).inertia_,
+                                       rel=1e-6)
 
 
 # -- the methods on dask input -------------------------------------------------------
@@ -239,5 +168,5 @@ def test_errors(client):
     with pytest.raises(ValueError, match="has 2 features, but ExactLloydTransformer is "
                                          "expecting 4 features"):
         ExactLloydTransformer(2).fit(X).predict(da.zeros((5, 2)))
-    with pytest.raises(ValueError, match="Invalid parameter|must be an int"):
-        fit_dask(ExactLloydTransformer(n_clusters=0), X)
+    with pytest.raises(ValueError, match="The 'n_clusters' parameter"):
+        ExactLloydTransformer(n_clusters=0).fit(X)

@@ -1,0 +1,29 @@
+"""The fit layer: one flow for every data container (private; never imports the
+estimators).
+
+- :mod:`.sources`: an in-memory array, a memmap read in blocks, a dask array, behind
+  one interface (summary pass, rows by index, map/reduce over blocks);
+- :mod:`.frame`: the fit frame (midpoint translation, power-of-two scale) and the
+  learned model's frame;
+- :mod:`.lloyd`: Lloyd's step as per-block partial, merge, finish; scoring;
+- :mod:`.learned`: the learned steps on the context sample;
+- :mod:`.runs`: initialisation, runs with their stopping rules, best of ``n_init``.
+"""
+
+from .assign import labels_inertia
+from .learned import LearnedSetup
+from .runs import INIT_SAMPLE, FitResult, FitSpec, fit
+from .sources import Source, as_source, dask_labels, is_dask
+
+__all__ = [
+    "INIT_SAMPLE",
+    "FitResult",
+    "FitSpec",
+    "LearnedSetup",
+    "Source",
+    "as_source",
+    "dask_labels",
+    "fit",
+    "is_dask",
+    "labels_inertia",
+]

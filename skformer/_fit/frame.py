@@ -1,0 +1,101 @@
+"""The frames a fit works in.
+
+Dimension legend: ``n`` samples, ``d`` features, ``k`` clusters.
+
+:class:`Frame` (every fit): the data translated by the midpoint of their per-feature
+range and scaled by a power of two. A translation and one global scale preserve the
+k-means problem; a power of two rescales every float exactly, so squared distances
+neither overflow nor underflow whatever the data's units, and the midpoint of the range
+is computed exactly the same way from any container (no sum whose rounding depends on
+how the data are split into blocks).
+
+:class:`ModelFrame` (learned steps): the fit frame mapped into the box the learned
+model was trained in, ``[0, 1]^d`` up to one global scale (the largest range), with
+zero features appended when a wider model is used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+__all__ = ["Frame", "ModelFrame"]
+
+
+@dataclass(frozen=True)
+class Frame:
+    """``x -> (x - offset) * 2**-power``, in the data's dtype."""
+
+    offset: np.ndarray
+    """Shape (d,), the data's dtype: the midpoint of each feature's range."""
+    power: int
+
+    @classmethod
+    def of(cls, lo: np.ndarray, hi: np.ndarray) -> Frame:
+        """The frame of data whose per-feature extremes are ``lo`` and ``hi``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> frame = Frame.of(np.array([0.0, -4.0]), np.array([10.0, 4.0]))
+        >>> frame.offset, frame.power
+        (array([5., 0.]), 2)
+        >>> frame.apply(np.array([[10.0, -4.0]]))
+        array([[ 1.25, -1.  ]])
+        """
+        offset = lo / 2 + hi / 2  # no overflow, exact up to one rounding
+        with np.errstate(over="ignore", invalid="ignore"):
+            top = float(np.max(np.maximum(np.abs(hi - offset), np.abs(lo - offset)),
+                               initial=0.0))
+        power = 0 if top == 0.0 or not np.isfinite(top) else int(np.frexp(top)[1]) - 1
+        return cls(offset.astype(lo.dtype), power)
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        """Rows (..., d) of the user's frame in this frame (a new array, same dtype)."""
+        out = np.subtract(x, self.offset, dtype=self.offset.dtype)
+        return np.ldexp(out, -self.power, out=out)
+
+    def to_user(self, c: np.ndarray) -> np.ndarray:
+        """Centres (k, d) of this frame in the user's frame."""
+        return np.ldexp(c, self.power) + self.offset
+
+    def squared_to_user(self, value: float) -> float:
+        """A squared distance (or a sum of them) of this frame in the user's units."""
+        return float(np.ldexp(value, 2 * self.power))
+
+    def squared_from_user(self, value: float) -> float:
+        return float(np.ldexp(value, -2 * self.power))
+
+
+@dataclass(frozen=True)
+class ModelFrame:
+    """``z = pad((x - lo) / scale)``: the learned model's input, float32."""
+
+    lo: torch.Tensor
+    """Shape (d,), float64: per-feature minimum in the fit frame."""
+    scale: float
+    """The largest per-feature range (1 for constant data)."""
+    padding: int = 0
+    """Zero features appended to reach the model's width."""
+
+    @classmethod
+    def of(cls, lo: np.ndarray, hi: np.ndarray, padding: int, device) -> ModelFrame | None:
+        """The model frame of fit-frame extremes ``lo``, ``hi``; None if their range is
+        not finite (the learned steps are then skipped)."""
+        lo64, hi64 = (torch.from_numpy(np.asarray(v, dtype=np.float64)) for v in (lo, hi))
+        scale = float((hi64 - lo64).max()) if lo64.numel() else 0.0
+        if not np.isfinite(scale):
+            return None
+        return cls(lo64.to(device), scale if scale > 0 else 1.0, padding)
+
+    def to_model(self, c: torch.Tensor) -> torch.Tensor:
+        """Points or centres (..., d) of the fit frame in the model frame (float32)."""
+        z = ((c.double() - self.lo) / self.scale).float()
+        return torch.nn.functional.pad(z, (0, self.padding))
+
+    def to_fit(self, z: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """Centres (..., d + padding) of the model frame back in the fit frame."""
+        d = z.shape[-1] - self.padding
+        return (z[..., :d].double() * self.scale + self.lo).to(dtype)

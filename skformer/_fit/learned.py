@@ -1,0 +1,144 @@
+"""The learned steps of a fit: re-embedded steps of the learned model on a sample.
+
+Dimension legend: ``r`` rows of the sample, ``k`` clusters, ``d`` features,
+``e`` the model's width (``d`` plus zero padding).
+
+The learned model was trained on tasks of a few hundred points. Its steps run on the
+*context*: all points when there are at most ``max_context`` of them, otherwise a seeded
+sample (the same for every run). Exact Lloyd steps on all the data then finish. So the
+learned phase costs the same whatever the data's size or container, and needs nothing
+of the source but the sample's rows.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..nn.learned import LearnedKMeansModel
+from ..nn.streaming import prepare_points, streamed_step
+from .frame import ModelFrame
+
+__all__ = ["LearnedPhase", "LearnedSetup", "context_indices"]
+
+logger = logging.getLogger("skformer")
+
+# After the schedule, learned steps whose objective has not improved by a relative
+# ``tol`` for this many steps in a row end the learned phase.
+_PATIENCE = 3
+
+
+@dataclass
+class LearnedSetup:
+    """What the estimator chose for the learned steps of a fit."""
+
+    model: LearnedKMeansModel
+    padding: int = 0
+    """Zero features appended to fit a wider model."""
+    max_context: int | None = 2048
+    """Rows the learned steps run on (None: all)."""
+
+
+def context_indices(n: int, max_context: int | None, random_state) -> np.ndarray | None:
+    """Seeded sample of ``max_context`` row indices (sorted), or None for all rows.
+
+    Drawn from a copy of ``random_state``, so the initial centres are the ones
+    :class:`sklearn.cluster.KMeans` draws with the same ``random_state``.
+    """
+    if max_context is None or n <= max_context:
+        return None
+    seed = copy.deepcopy(random_state).randint(np.iinfo(np.int32).max)
+    return np.sort(np.random.default_rng(seed).choice(n, max_context, replace=False))
+
+
+class LearnedPhase:
+    """The learned steps from initial centres, on the context rows (fit frame).
+
+    Parameters
+    ----------
+    setup : LearnedSetup
+    rows : ndarray of shape (r, d)
+        The context rows, fit frame.
+    weight : ndarray of shape (r,) or None
+        Their sample weights.
+    frame : ModelFrame
+    """
+
+    def __init__(self, setup: LearnedSetup, rows: np.ndarray, weight: np.ndarray | None,
+                 frame: ModelFrame):
+        model = setup.model
+        self.model, self.frame = model, frame
+        device = frame.lo.device
+        z = frame.to_model(torch.from_numpy(np.asarray(rows)).to(device)).unsqueeze(0)
+        self.weight = None if weight is None else torch.from_numpy(
+            np.asarray(weight, dtype=np.float32)).to(device).unsqueeze(0)
+        self.points = z
+        sq = z[0].double().square().sum(-1)
+        self.points_sq = float(sq.sum() if self.weight is None
+                               else (sq * self.weight[0].double()).sum())
+        self.prepared = prepare_points(model, z, None, self.weight, keep_tokens=False)
+
+    def objective(self, z: torch.Tensor) -> float:
+        """k-means objective of model-frame centres ``z`` (1, k, e) on the context:
+        ``sum_i w_i (|x_i|^2 + min_j (|c_j|^2 - 2 x_i.c_j))`` (float32 products, float64 sum)."""
+        c = z[0]
+        nearest = torch.addmm(c.square().sum(-1, keepdim=True), c, self.points[0].T, alpha=-2.0)
+        nearest = nearest.amin(0).double()
+        if self.weight is not None:
+            nearest = nearest * self.weight[0].double()
+        return self.points_sq + float(nearest.sum())
+
+    @torch.no_grad()
+    def run(self, c: torch.Tensor, max_iter: int, tol: float, rel_tol: float, *,
+            to_user=float) -> tuple[torch.Tensor, int]:
+        """Learned steps from fit-frame centres ``c`` (k, d).
+
+        Every step of the model's schedule runs (soft steps may raise the objective on
+        the way); after it, the steps stop when the squared centre shift is within
+        ``tol`` (fit frame), when the objective has not improved by a relative
+        ``rel_tol`` for three steps, or after ``max_iter`` steps in all.
+
+        Returns
+        -------
+        centres : Tensor of shape (k, d)
+            The centres of least objective among the start and the steps (fit frame,
+            ``c``'s dtype).
+        n_steps : int
+        """
+        frame = self.frame
+        z = frame.to_model(c).unsqueeze(0)
+        tol_model = tol / frame.scale**2
+        best_z, best = z, self.objective(z)
+        reference, stalled, n_steps = best, 0, 0
+        d = c.shape[-1]
+        for i in range(max_iter):
+            new = streamed_step(self.model, self.prepared, z, self.weight, step=i)
+            if not bool(torch.isfinite(new).all()):
+                logger.info("Learned step %d gave non-finite centres: stopped.", i)
+                break
+            shift = float((new - z)[..., :d].double().square().sum())
+            z, n_steps = new, n_steps + 1
+            objective = self.objective(z)
+            logger.info("Learned step %d, centre shift %.6g, objective %.6g.", i,
+                        to_user(shift * frame.scale**2), to_user(objective * frame.scale**2))
+            if objective < best:
+                best_z, best = z, objective
+            if i + 1 < self.model.schedule:  # the schedule runs to its end
+                reference = best
+                continue
+            if objective < reference * (1.0 - rel_tol):
+                reference, stalled = objective, 0
+            else:
+                stalled += 1
+            if shift <= tol_model:
+                logger.info("Learned steps converged at step %d.", i)
+                break
+            if stalled >= _PATIENCE:
+                logger.info("Learned steps stopped at step %d: no progress in %d steps.",
+                            i, _PATIENCE)
+                break
+        return frame.to_fit(best_z[0], c.dtype), n_steps

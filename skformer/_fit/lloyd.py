@@ -1,0 +1,146 @@
+"""Lloyd's step over a data source: per-block partial, merge, finish.
+
+Dimension legend: ``m`` rows of a block, ``k`` clusters, ``d`` features.
+
+The step is what the exact transformer's hard attention computes (the fused path of
+:class:`~skformer.nn.model.ExactLloydModel`): A1 is the nearest centre of each point
+(lowest index on ties), A3 the weighted mean of each cluster; a cluster of zero weight
+keeps its centre. A block contributes its per-cluster sums and weights, accumulated in
+float64 so that the result does not depend on how the data are split into blocks; the
+new centres are computed once, in the data's dtype.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import NamedTuple
+
+import torch
+
+from ..nn.model import ExactLloydModel, _argmin_last
+from .sources import ArraySource, Block, Source, sum_parts
+
+__all__ = [
+    "LloydStats",
+    "lloyd_partial",
+    "lloyd_step",
+    "run_lloyd",
+    "same_clustering",
+    "score_partial",
+]
+
+logger = logging.getLogger("skformer")
+
+
+class LloydStats(NamedTuple):
+    """Sufficient statistics of an assignment: equal statistics, equal assignment."""
+
+    sums: torch.Tensor
+    """Weighted sum of each cluster's points, shape (k, d), float64."""
+    mass: torch.Tensor
+    """Total weight of each cluster, shape (k,), float64."""
+
+
+def _labels(x: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+    """Nearest centre of rows ``x`` (m, d) among ``c`` (k, d): argmin of
+    ``|c|^2 - 2 x.c`` (one matrix product, as KMeans), lowest index on ties."""
+    dist = torch.addmm(c.square().sum(-1).unsqueeze(0), x, c.T, alpha=-2.0)
+    return _argmin_last(dist)
+
+
+@torch.no_grad()
+def lloyd_partial(block: Block, c: torch.Tensor) -> LloydStats:
+    """A block's contribution to the step from centres ``c`` (k, d)."""
+    c = c.to(block.x.device, block.x.dtype)
+    k = c.shape[0]
+    lab = _labels(block.x, c).to(block.x.device)
+    x64 = block.x.double()
+    if block.w is None:
+        mass = torch.bincount(lab, minlength=k).double()
+    else:
+        x64 = x64 * block.w.unsqueeze(-1)
+        mass = torch.zeros(k, dtype=torch.float64, device=lab.device).index_add_(0, lab, block.w)
+    sums = torch.zeros(k, c.shape[1], dtype=torch.float64, device=lab.device)
+    return LloydStats(sums.index_add_(0, lab, x64).cpu(), mass.cpu())
+
+
+def _finish(c: torch.Tensor, stats: LloydStats) -> torch.Tensor:
+    mass = stats.mass.to(c.device).unsqueeze(-1)
+    sums = stats.sums.to(c.device)
+    new = sums / torch.where(mass > 0, mass, 1.0)
+    return torch.where(mass > 0, new.to(c.dtype), c)
+
+
+@torch.no_grad()
+def _dense_step(source: ArraySource, model: ExactLloydModel, c: torch.Tensor):
+    """The literal attention layer over all the points (``path="dense"``)."""
+    x, w = source.gather(None)
+    x = torch.from_numpy(x).to(c.device).unsqueeze(0)
+    wt = None if w is None else torch.from_numpy(w).to(c.device, c.dtype).unsqueeze(0)
+    step = model(x, c.unsqueeze(0), wt)
+    lab = step.labels[0]
+    k = c.shape[0]
+    ws = torch.ones(lab.shape[0], dtype=torch.float64) if w is None else torch.from_numpy(w)
+    mass = torch.zeros(k, dtype=torch.float64).index_add_(0, lab.cpu(), ws)
+    sums = torch.zeros(k, c.shape[1], dtype=torch.float64).index_add_(
+        0, lab.cpu(), x[0].double().cpu() * ws.unsqueeze(-1))
+    return step.centres[0], LloydStats(sums, mass)
+
+
+def lloyd_step(source: Source, c: torch.Tensor, model: ExactLloydModel | None = None):
+    """One step from centres ``c`` (k, d): new centres and the assignment's statistics."""
+    if model is not None and model.path == "dense":
+        if not isinstance(source, ArraySource):
+            raise ValueError("path='dense' needs a NumPy array (or memmap), not a dask array.")
+        return _dense_step(source, model, c)
+    stats = source.map_reduce(lloyd_partial, sum_parts, c.cpu())
+    return _finish(c, stats), stats
+
+
+def run_lloyd(source: Source, c: torch.Tensor, max_iter: int, tol: float, *,
+              model: ExactLloydModel | None = None, to_user=float) -> tuple[torch.Tensor, int]:
+    """Lloyd steps from ``c`` (k, d) with KMeans' stopping rules.
+
+    Stops at strict convergence (the assignment did not change: its statistics are
+    equal), when the squared centre shift is within ``tol``, or after ``max_iter``
+    steps. Returns the centres and the number of steps. ``to_user`` converts a squared
+    shift to the user's units for the log.
+    """
+    previous = None
+    i = -1
+    for i in range(max_iter):
+        new, stats = lloyd_step(source, c, model)
+        shift = float((new.double() - c.double()).square().sum())
+        c = new
+        logger.info("Iteration %d, centre shift %.6g.", i, to_user(shift))
+        if previous is not None and torch.equal(stats.mass, previous.mass) \
+                and torch.equal(stats.sums, previous.sums):
+            logger.info("Converged at iteration %d: strict convergence.", i)
+            break
+        if shift <= tol:
+            logger.info("Converged at iteration %d: centre shift within tolerance.", i)
+            break
+        previous = stats
+    return c, i + 1
+
+
+@torch.no_grad()
+def score_partial(block: Block, c: torch.Tensor, other: torch.Tensor | None):
+    """A block's weighted sum of squared distances to the nearest of centres ``c``
+    (float64, differences summed literally) and, if ``other`` centres are given, the
+    contingency table (k * k,) of the two nearest-centre assignments."""
+    c = c.to(block.x.device, block.x.dtype)
+    lab = _labels(block.x, c).to(block.x.device)
+    sq = (block.x - c[lab]).double().square().sum(-1)
+    inertia = (sq if block.w is None else sq * block.w).sum().cpu()
+    if other is None:
+        return inertia, None
+    k = c.shape[0]
+    lab2 = _labels(block.x, other.to(block.x.device, block.x.dtype)).to(block.x.device)
+    return inertia, torch.bincount(lab * k + lab2, minlength=k * k).cpu()
+
+
+def same_clustering(table: torch.Tensor, k: int) -> bool:
+    """Whether a contingency table says two labelings are one partition renamed."""
+    t = table.reshape(k, k) > 0
+    return int(t.sum()) == int(t.any(1).sum()) == int(t.any(0).sum())

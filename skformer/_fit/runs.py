@@ -1,0 +1,290 @@
+"""The run logic of a fit: frame, initialisation, runs, best of ``n_init``.
+
+Dimension legend: ``n`` samples, ``k`` clusters, ``d`` features.
+
+A run starts from initial centres. Its Lloyd part (the exact transformer's steps over
+all the data) is the run of :class:`sklearn.cluster.KMeans` from the same start. A run
+with learned steps also runs the learned model from the same start (and, with
+``learned_starts > 1``, from further random starts) with Lloyd steps after it, and
+keeps whichever ends with the lower inertia, so it never ends above the plain Lloyd run.
+The best run of ``n_init`` is chosen by inertia, as KMeans does.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from joblib import Parallel, delayed
+from sklearn.cluster import kmeans_plusplus
+from sklearn.utils.validation import _is_arraylike_not_scalar, check_array
+
+from ..nn.model import ExactLloydModel
+from .frame import Frame, ModelFrame
+from .learned import LearnedPhase, LearnedSetup, context_indices
+from .lloyd import run_lloyd, same_clustering, score_partial
+from .sources import ArraySource, Source, sum_parts
+
+__all__ = ["FitResult", "FitSpec", "INIT_SAMPLE", "fit"]
+
+logger = logging.getLogger("skformer")
+
+# Above this many rows, a source that is not an in-memory array draws its initial
+# centres from a seeded sample of max(INIT_SAMPLE, 20 k) rows.
+INIT_SAMPLE = 10_000
+
+
+@dataclass
+class FitSpec:
+    """Everything a fit needs besides the data (plain values)."""
+
+    n_clusters: int
+    init: Any
+    """"k-means++", "random", a callable or an array (k, d) in the user's frame."""
+    n_init: int
+    max_iter: int
+    tol: float
+    """Relative tolerance (times the mean per-feature variance)."""
+    random_state: np.random.RandomState
+    exact: ExactLloydModel | None = None
+    """The exact model when its literal (dense) path is asked for; None: fused steps."""
+    learned: LearnedSetup | None = None
+    finish: str = "lloyd"
+    learned_starts: int = 1
+    """Learned runs per start: the first from the start itself, the others from random
+    points of the context."""
+
+
+@dataclass
+class _Run:
+    centers: torch.Tensor  # (k, d), fit frame
+    n_learned: int = 0
+    n_lloyd: int = 0
+    kind: str = "lloyd"
+    inertia: float | None = None
+
+
+@dataclass
+class FitResult:
+    """What a fit found, in the fit frame, and the frame."""
+
+    centers: torch.Tensor
+    """(k, d), fit frame, the data's dtype."""
+    frame: Frame
+    n_learned_steps: int
+    n_lloyd_steps: int
+    selected: str
+    """Which run of the best start gave the result: "lloyd" or "learned"."""
+    learned_used: bool
+    details: dict = field(default_factory=dict)
+
+    @property
+    def n_iter(self) -> int:
+        return self.n_learned_steps + self.n_lloyd_steps
+
+
+def _sample_indices(n: int, size: int, random_state) -> np.ndarray | None:
+    """Seeded sample of ``size`` row indices (sorted) for the initialisation, or None.
+
+    Drawn from a copy of ``random_state`` on a stream apart from the context's.
+    """
+    if n <= size:
+        return None
+    seed = copy.deepcopy(random_state).randint(np.iinfo(np.int32).max)
+    return np.sort(np.random.default_rng([seed, 1]).choice(n, size, replace=False))
+
+
+def _init_centroids(X, n_clusters, init, random_state, sample_weight):
+    """KMeans' initialisation on rows ``X`` (fit frame), same random stream."""
+    if isinstance(init, str) and init == "k-means++":
+        centers, _ = kmeans_plusplus(X, n_clusters, sample_weight=sample_weight,
+                                     random_state=random_state)
+    elif isinstance(init, str) and init == "random":
+        seeds = random_state.choice(X.shape[0], size=n_clusters, replace=False,
+                                    p=sample_weight / sample_weight.sum())
+        centers = X[seeds]
+    elif callable(init):
+        centers = init(X, n_clusters, random_state=random_state)
+        centers = check_array(centers, dtype=X.dtype, copy=False, order="C")
+        if centers.shape != (n_clusters, X.shape[1]):
+            raise ValueError(
+                f"The shape of the initial centers {centers.shape} does not match "
+                f"the number of clusters {n_clusters}." if centers.shape[0] != n_clusters
+                else f"The shape of the initial centers {centers.shape} does not match "
+                f"the number of features of the data {X.shape[1]}.")
+    else:
+        centers = init
+    return centers
+
+
+def _rescaled_callable(init: Callable, power: int) -> Callable:
+    """A callable ``init`` sees the data centred in the user's units, as in KMeans."""
+
+    def scaled_init(X, n_clusters, random_state):
+        centers = init(np.ldexp(X, power), n_clusters, random_state=random_state)
+        return np.ldexp(np.asarray(centers, dtype=X.dtype), -power)
+
+    return scaled_init
+
+
+class _Fit:
+    """One fit's state: the source, its frame, tolerance, learned phase."""
+
+    def __init__(self, source: Source, spec: FitSpec):
+        self.source, self.spec = source, spec
+        summary = source.summary()
+        if not summary.finite:
+            raise ValueError("Input X contains NaN or infinity.")
+        if summary.weight_low < 0:
+            raise ValueError("Negative values in data passed to `sample_weight`")
+        if summary.unit_weights:
+            source.drop_weights()
+        self.frame = frame = Frame.of(summary.lo, summary.hi)
+        source.set_frame(frame)
+        self.dtype = torch.float32 if source.dtype == np.float32 else torch.float64
+        with np.errstate(over="ignore", under="ignore"):
+            self.tol = 0.0 if spec.tol == 0 else float(
+                np.ldexp(summary.variance, -2 * frame.power) * spec.tol)
+        self.lo, self.hi = frame.apply(summary.lo), frame.apply(summary.hi)
+        self.phase: LearnedPhase | None = None
+        self.context: np.ndarray | None = None
+
+    def to_user(self, squared: float) -> float:
+        return self.frame.squared_to_user(squared)
+
+    def prepare_learned(self, random_state) -> None:
+        setup = self.spec.learned
+        if setup is None or self.spec.n_clusters == 1:
+            return
+        if setup.max_context is None and not (
+                isinstance(self.source, ArraySource) and self.source.cache):
+            raise ValueError(
+                "max_context=None (every point in the learned steps' context) needs "
+                "in-memory data; set an integer max_context for dask arrays and memmaps.")
+        mframe = ModelFrame.of(self.lo, self.hi, setup.padding, self.source.device)
+        if mframe is None:
+            logger.info("The data's range overflows: learned steps skipped.")
+            return
+        idx = context_indices(self.source.n_samples, setup.max_context, random_state)
+        rows, w = self.source.gather(idx)
+        self.context = rows
+        self.phase = LearnedPhase(setup, rows, w, mframe)
+
+    def starts(self, random_state) -> list[np.ndarray]:
+        """All initial centres, drawn first and in KMeans' order."""
+        spec, source, frame = self.spec, self.source, self.frame
+        init = spec.init
+        if _is_arraylike_not_scalar(init):
+            init = frame.apply(np.asarray(init, dtype=source.dtype))
+        elif callable(init) and frame.power != 0:
+            init = _rescaled_callable(init, frame.power)
+        rows = weights = None
+        if not _is_arraylike_not_scalar(init):
+            cached = isinstance(source, ArraySource) and source.cache
+            idx = None if cached else _sample_indices(
+                source.n_samples, max(INIT_SAMPLE, 20 * spec.n_clusters), random_state)
+            rows, weights = source.gather(idx)
+            if weights is None:
+                weights = np.ones(rows.shape[0], dtype=rows.dtype)
+            else:
+                weights = weights.astype(rows.dtype)
+        starts = []
+        for _ in range(spec.n_init):
+            starts.append(_init_centroids(rows, spec.n_clusters, init, random_state, weights))
+            logger.info("Initialization complete")
+        return starts
+
+    def inertia(self, c: torch.Tensor, other: torch.Tensor | None = None):
+        value, table = self.source.map_reduce(
+            score_partial, sum_parts, c.cpu(), None if other is None else other.cpu())
+        return float(value), table
+
+    def lloyd(self, c: torch.Tensor) -> tuple[torch.Tensor, int]:
+        return run_lloyd(self.source, c, self.spec.max_iter, self.tol,
+                         model=self.spec.exact, to_user=self.to_user)
+
+    def learned_run(self, c: torch.Tensor) -> _Run:
+        spec = self.spec
+        c, n_learned = self.phase.run(c, spec.max_iter, self.tol, spec.tol,
+                                      to_user=self.to_user)
+        n_lloyd = 0
+        if spec.finish == "lloyd":
+            c, n_lloyd = self.lloyd(c)
+        return _Run(c, n_learned, n_lloyd, "learned")
+
+    def extra_start(self, index: int, seed: tuple[int, int]) -> torch.Tensor:
+        """Random points of the context: the start of extra learned run ``index``."""
+        rng = np.random.default_rng([*seed, index])
+        rows = self.context
+        pick = rng.choice(rows.shape[0], self.spec.n_clusters, replace=False)
+        return torch.from_numpy(np.ascontiguousarray(rows[pick])).to(self.source.device)
+
+    def better(self, run: _Run, best: _Run | None) -> bool:
+        """KMeans' rule: lower inertia, and not the same partition renamed."""
+        if best is None:
+            return True
+        if not run.inertia < best.inertia:
+            return False
+        _, table = self.inertia(run.centers, best.centers)
+        return not same_clustering(table, self.spec.n_clusters)
+
+    def single_run(self, start: np.ndarray, seed: tuple[int, int], score: bool) -> _Run:
+        spec = self.spec
+        c0 = torch.from_numpy(np.asarray(start)).to(self.source.device, self.dtype)
+        if self.phase is None:
+            c, n = self.lloyd(c0)
+            run = _Run(c, 0, n, "lloyd")
+            if score:
+                run.inertia = self.inertia(c)[0]
+            return run
+        candidates = []
+        if spec.finish == "lloyd":
+            c, n = self.lloyd(c0)
+            candidates.append(_Run(c, 0, n, "lloyd"))
+        candidates.append(self.learned_run(c0))
+        for j in range(1, spec.learned_starts):
+            candidates.append(self.learned_run(self.extra_start(j, seed)))
+        if len(candidates) == 1 and not score:
+            return candidates[0]
+        best = None
+        for run in candidates:
+            run.inertia = self.inertia(run.centers)[0]
+            if self.better(run, best):
+                best = run
+        logger.info("Run: %s", ", ".join(f"{r.kind} {self.to_user(r.inertia):.6g}"
+                                          for r in candidates))
+        return best
+
+
+def fit(source: Source, spec: FitSpec) -> FitResult:
+    """Fit k-means centres to a data source.
+
+    Returns
+    -------
+    FitResult
+    """
+    random_state = spec.random_state
+    state = _Fit(source, spec)
+    state.prepare_learned(random_state)
+    # The extra starts' seed comes from a copy, so KMeans' stream is left as it is.
+    seed = copy.deepcopy(random_state).randint(np.iinfo(np.int32).max)
+    starts = state.starts(random_state)
+    score = spec.n_init > 1
+    parallel = isinstance(source, ArraySource) and spec.n_init > 1
+    if parallel:  # sequential by default, parallel under the user's parallel_config
+        runs = Parallel(prefer="threads")(
+            delayed(state.single_run)(start, (seed, 2 + i), score)
+            for i, start in enumerate(starts))
+    else:
+        runs = [state.single_run(start, (seed, 2 + i), score) for i, start in enumerate(starts)]
+    best = None
+    for run in runs:
+        if state.better(run, best):
+            best = run
+    return FitResult(best.centers, state.frame, best.n_learned, best.n_lloyd, best.kind,
+                     state.phase is not None)

@@ -1,0 +1,329 @@
+"""Data sources: one interface over an in-memory array, a memmap and a dask array.
+
+Dimension legend: ``n`` samples, ``m`` rows of a block, ``d`` features, ``k`` clusters.
+
+A fit reads its data through three verbs, whatever the container:
+
+- :meth:`Source.summary`: statistics in one pass (per-feature extremes, the weights,
+  finiteness, the per-feature variance for the tolerance);
+- :meth:`Source.gather`: rows by index (initial centres, the learned steps' sample);
+- :meth:`Source.map_reduce`: a per-block function over row blocks, its results merged
+  by a fixed tree (the same sums in the same order every time).
+
+Blocks are handed to the per-block function in the fit frame (see
+:class:`~skformer._fit.frame.Frame`) as torch tensors of the data's dtype, with the
+weights as float64 (or None when all are 1). :func:`as_source` is the only function
+that asks what kind of container it was given.
+"""
+
+from __future__ import annotations
+
+import functools
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+
+from .assign import labels_inertia
+from .frame import Frame
+
+__all__ = [
+    "ArraySource",
+    "Block",
+    "DaskSource",
+    "Source",
+    "Summary",
+    "as_source",
+    "dask_labels",
+    "is_dask",
+]
+
+# Rows per block of an in-memory source: a (rows, d) block of float64 and its (rows, k)
+# distances stay within a few MiB, in cache for the fused per-block work.
+_BLOCK_ELEMENTS = 2**18
+# Blocks merged per node of the reduction tree.
+_FAN_IN = 8
+
+
+def is_dask(X) -> bool:
+    """Whether ``X`` is a dask collection (told apart without importing dask)."""
+    return type(X).__module__.startswith("dask.")
+
+
+class Block(NamedTuple):
+    """A block of rows in the fit frame."""
+
+    x: torch.Tensor
+    """Rows, shape (m, d), the data's dtype, on the fit's device."""
+    w: torch.Tensor | None
+    """Their weights, shape (m,), float64; None when every weight is 1."""
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What one pass over the data tells (user frame)."""
+
+    n_samples: int
+    lo: np.ndarray
+    """Per-feature minimum, shape (d,), the data's dtype."""
+    hi: np.ndarray
+    """Per-feature maximum, shape (d,), the data's dtype."""
+    variance: float
+    """Mean over features of the (unweighted) variance, float64 (KMeans' tolerance scale)."""
+    finite: bool
+    unit_weights: bool
+    weight_low: float
+    """The smallest weight (1.0 without weights)."""
+
+
+def _merge_tree(parts: list, combine: Callable[[list], Any]):
+    """``combine`` applied by a fixed tree of fan-in ``_FAN_IN`` (order-deterministic)."""
+    while len(parts) > 1:
+        parts = [combine(parts[i : i + _FAN_IN]) if len(parts[i : i + _FAN_IN]) > 1
+                 else parts[i] for i in range(0, len(parts), _FAN_IN)]
+    return parts[0]
+
+
+def sum_parts(parts: Sequence):
+    """Elementwise sum of tuples (or single arrays/tensors/floats), in list order."""
+    first = parts[0]
+    if isinstance(first, tuple):
+        items = [sum_parts(list(group)) for group in zip(*parts, strict=True)]
+        return type(first)(*items) if hasattr(first, "_fields") else tuple(items)
+    if first is None:
+        return None
+    return functools.reduce(lambda a, b: a + b, parts)
+
+
+def _block_summary(x: np.ndarray, w: np.ndarray | None):
+    """Per-block statistics: count, min, max, mean and sum of squared deviations (float64,
+    merged by Chan's formula), finiteness, weight minimum, whether all weights are 1."""
+    finite = bool(np.isfinite(x).all())
+    with np.errstate(over="ignore", invalid="ignore"):
+        x64 = x.astype(np.float64, copy=False)
+        mean = x64.mean(0) if x.shape[0] else np.zeros(x.shape[1])
+        m2 = np.square(x64 - mean).sum(0)
+    if w is None:
+        low, unit = 1.0, True
+    else:
+        low, unit = float(np.min(w)) if w.size else 1.0, bool(np.all(w == 1))
+    return (x.shape[0], x.min(0), x.max(0), mean, m2, finite, low, unit)
+
+
+def _combine_summaries(parts):
+    n, lo, hi, mean, m2, finite, low, unit = parts[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        for nb, lob, hib, meanb, m2b, finb, lowb, unitb in parts[1:]:
+            total = n + nb
+            delta = meanb - mean
+            mean = mean + delta * (nb / total)
+            m2 = m2 + m2b + np.square(delta) * (n * nb / total)
+            n, lo, hi = total, np.minimum(lo, lob), np.maximum(hi, hib)
+            finite, low, unit = finite and finb, min(low, lowb), unit and unitb
+    return (n, lo, hi, mean, m2, finite, low, unit)
+
+
+def _summary(stats) -> Summary:
+    n, lo, hi, _, m2, finite, low, unit = stats
+    with np.errstate(over="ignore", invalid="ignore"):
+        variance = float(np.mean(m2 / n))
+    return Summary(n, lo, hi, variance, finite, unit, low)
+
+
+class Source(ABC):
+    """Row blocks of a data set, and the fit frame they are handed out in."""
+
+    n_samples: int
+    n_features: int
+    dtype: np.dtype
+    device: torch.device
+    frame: Frame | None = None
+
+    @abstractmethod
+    def summary(self) -> Summary:
+        """One pass: :class:`Summary` of the data (user frame)."""
+
+    @abstractmethod
+    def gather(self, index: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+        """Rows ``index`` (None: all rows) in the fit frame, and their weights (None when
+        all weights are 1), as NumPy arrays."""
+
+    @abstractmethod
+    def map_reduce(self, func: Callable, combine: Callable[[list], Any], *args):
+        """``combine`` over ``func(block, *args)`` for every :class:`Block`, by a fixed
+        tree; ``args`` are plain values (tensors, arrays, numbers)."""
+
+    def set_frame(self, frame: Frame) -> None:
+        """Hand out blocks in ``frame`` from now on."""
+        self.frame = frame
+
+    @abstractmethod
+    def drop_weights(self) -> None:
+        """Forget the weights (the summary found them all equal to 1)."""
+
+    @abstractmethod
+    def final(self, centers: np.ndarray):
+        """Labels (an array, or a lazy dask array), inertia and cluster sizes of
+        user-frame ``centers`` (k, d), with ``predict``'s and ``score``'s arithmetic."""
+
+
+class ArraySource(Source):
+    """An in-memory NumPy array (``cache=True``: its fit-frame copy is kept, one pass
+    fewer per step) or a memmap read block by block (``cache=False``: no copy of the
+    data is ever held, each pass transforms its blocks on the fly).
+    """
+
+    def __init__(self, X: np.ndarray, w: np.ndarray | None, device: torch.device,
+                 *, cache: bool = True, block_rows: int | None = None):
+        self.X, self.w = X, w
+        self.n_samples, self.n_features = X.shape
+        self.dtype = X.dtype
+        self.device = torch.device(device)
+        self.cache = cache
+        self.block_rows = block_rows or max(256, _BLOCK_ELEMENTS // max(1, X.shape[1]))
+        self._fitted: np.ndarray | None = None
+        self._w = None if w is None else torch.from_numpy(np.asarray(w, dtype=np.float64))
+
+    def drop_weights(self) -> None:
+        self.w = self._w = None
+
+    def _slices(self):
+        return [slice(s, s + self.block_rows) for s in range(0, self.n_samples, self.block_rows)]
+
+    def summary(self) -> Summary:
+        parts = [_block_summary(np.asarray(self.X[s]), None if self.w is None else self.w[s])
+                 for s in self._slices()]
+        return _summary(_merge_tree(parts, _combine_summaries))
+
+    def set_frame(self, frame: Frame) -> None:
+        super().set_frame(frame)
+        self._fitted = frame.apply(self.X) if self.cache else None
+
+    def _rows(self, s) -> np.ndarray:
+        if self._fitted is not None:
+            return self._fitted[s]
+        return self.frame.apply(np.asarray(self.X[s]))
+
+    def gather(self, index):
+        rows = self._rows(slice(None) if index is None else index)
+        w = None if self.w is None else np.asarray(
+            self.w if index is None else self.w[index], dtype=np.float64)
+        return rows, w
+
+    def blocks(self):
+        """The blocks of one pass, in order (an in-memory source can be walked)."""
+        for s in self._slices():
+            x = torch.from_numpy(np.ascontiguousarray(self._rows(s))).to(self.device)
+            w = None if self._w is None else self._w[s].to(self.device)
+            yield Block(x, w)
+
+    def map_reduce(self, func, combine, *args):
+        return _merge_tree([func(block, *args) for block in self.blocks()], combine)
+
+    def final(self, centers):
+        labels, inertia = labels_inertia(self.X, centers, self.w)
+        return labels, inertia, np.bincount(labels, minlength=centers.shape[0])
+
+
+class DaskSource(Source):
+    """A dask array (and optional dask or NumPy weights), block by block on the active
+    scheduler; every pass is one graph."""
+
+    def __init__(self, X, w, device: torch.device):
+        self.X, self.w = X, w
+        self.n_samples, self.n_features = (int(s) for s in X.shape)
+        self.dtype = X.dtype
+        self.device = torch.device(device)
+        self._xs = list(X.to_delayed().ravel())
+        self._ws = [None] * len(self._xs) if w is None else list(w.to_delayed().ravel())
+
+    def drop_weights(self) -> None:
+        self.w, self._ws = None, [None] * len(self._xs)
+
+    @staticmethod
+    def _dask():
+        import dask
+
+        return dask
+
+    def summary(self) -> Summary:
+        dask = self._dask()
+        parts = [dask.delayed(_block_summary)(xb, wb) for xb, wb in
+                 zip(self._xs, self._ws, strict=True)]
+        (stats,) = dask.compute(_delayed_tree(dask, parts, _combine_summaries))
+        return _summary(stats)
+
+    def gather(self, index):
+        dask = self._dask()
+        if index is None:
+            rows, w = dask.compute(self.X, self.w)
+        else:
+            rows, w = dask.compute(self.X[index], None if self.w is None else self.w[index])
+        rows = self.frame.apply(np.asarray(rows))
+        return rows, None if w is None else np.asarray(w, dtype=np.float64)
+
+    def map_reduce(self, func, combine, *args):
+        dask = self._dask()
+        parts = [dask.delayed(_dask_block)(func, xb, wb, self.frame, self.device, args)
+                 for xb, wb in zip(self._xs, self._ws, strict=True)]
+        (result,) = dask.compute(_delayed_tree(dask, parts, combine))
+        return result
+
+    def final(self, centers):
+        dask = self._dask()
+        parts = [dask.delayed(_final_block)(xb, wb, centers)
+                 for xb, wb in zip(self._xs, self._ws, strict=True)]
+        (inertia, sizes), = dask.compute(_delayed_tree(dask, parts, sum_parts))
+        return dask_labels(self.X, centers), float(inertia), sizes
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self._xs)
+
+
+def _final_block(xb, wb, centers):
+    labels, inertia = labels_inertia(np.asarray(xb), centers,
+                                     None if wb is None else np.asarray(wb))
+    return np.array(inertia), np.bincount(labels, minlength=centers.shape[0])
+
+
+def _labels_block(xb, centers):
+    return labels_inertia(np.asarray(xb), centers)[0]
+
+
+def dask_labels(X, centers):
+    """Lazy nearest-centre labels (int32) of a dask array's rows."""
+    return X.map_blocks(_labels_block, centers=centers, dtype=np.int32, drop_axis=1,
+                        meta=np.empty((0,), dtype=np.int32))
+
+
+def _delayed_tree(dask, parts, combine):
+    while len(parts) > 1:
+        parts = [dask.delayed(combine)(parts[i : i + _FAN_IN])
+                 if len(parts[i : i + _FAN_IN]) > 1 else parts[i]
+                 for i in range(0, len(parts), _FAN_IN)]
+    return parts[0]
+
+
+def _dask_block(func, xb, wb, frame: Frame, device, args):
+    x = torch.from_numpy(np.ascontiguousarray(frame.apply(np.asarray(xb)))).to(device)
+    w = None if wb is None else torch.from_numpy(np.asarray(wb, dtype=np.float64)).to(device)
+    return func(Block(x, w), *args)
+
+
+def as_source(X, sample_weight, device: torch.device) -> Source:
+    """The :class:`Source` of validated data: the one place that asks what ``X`` is.
+
+    Parameters
+    ----------
+    X : ndarray, memmap or dask.array.Array of shape (n_samples, n_features)
+    sample_weight : ndarray, dask array or None
+        None when every weight is 1.
+    device : torch.device
+    """
+    if is_dask(X):
+        return DaskSource(X, sample_weight, device)
+    return ArraySource(X, sample_weight, device, cache=not isinstance(X, np.memmap))
