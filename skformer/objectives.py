@@ -23,6 +23,7 @@ import torch
 
 from .losses import kmeans_cost
 from .nn.learned import LearnedKMeansModel
+from .nn.streaming import prepare_points, streamed_step
 
 __all__ = ["MultiStepTerms", "multistep_terms", "step_weights", "unroll"]
 
@@ -50,6 +51,10 @@ def unroll(
 ) -> list[torch.Tensor]:
     """``n_steps`` re-embedded steps with gradients, A2 computed once.
 
+    A softmax model without dropout runs the streamed decomposition of the step
+    (:mod:`skformer.nn.streaming`: the point tokens' projections once, then
+    ``O(n k e)`` per step); otherwise the layer itself.
+
     Parameters
     ----------
     model : LearnedKMeansModel
@@ -64,8 +69,14 @@ def unroll(
     list of Tensor of shape (b, k, d)
         The centres after each step (``n_steps`` of them).
     """
-    update = model.points_update(x, generator=generator)
     out = []
+    if model.activation == "softmax" and not (model.training and model.dropout > 0):
+        prepared = prepare_points(model, x, keep_tokens=False)
+        for t in range(n_steps):
+            c = streamed_step(model, prepared, c, step=t)
+            out.append(c)
+        return out
+    update = model.points_update(x, generator=generator)
     for t in range(n_steps):
         c = model(x, c, step=t, generator=generator, points_update=update)
         out.append(c)

@@ -80,7 +80,8 @@ class LearnedPhase:
         sq = z[0].double().square().sum(-1)
         self.points_sq = float(sq.sum() if self.weight is None
                                else (sq * self.weight[0].double()).sum())
-        self.prepared = prepare_points(model, z, None, self.weight, keep_tokens=False)
+        with torch.no_grad():
+            self.prepared = prepare_points(model, z, None, self.weight, keep_tokens=False)
 
     def objective(self, z: torch.Tensor) -> float:
         """k-means objective of model-frame centres ``z`` (1, k, e) on the context:

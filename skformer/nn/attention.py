@@ -86,6 +86,23 @@ def _fold_gamma(q: torch.Tensor, k: torch.Tensor, gamma):
     return q * root, k * root, 1.0
 
 
+def _shift_form(q: torch.Tensor, k: torch.Tensor, gamma):
+    """Queries, keys, the keys' squared norms and the float score scale of softmax
+    attention in its shifted form ``-scale (g |k|^2 - 2 g q.k)`` (the ``|q|^2`` term
+    cancels in every softmax): a per-task ``gamma`` multiplies the smaller of the two
+    sides and the keys' norms, not every token."""
+    k_sq = k.square().sum(-1)
+    e = q.shape[-1]
+    if not isinstance(gamma, torch.Tensor):
+        return q, k, k_sq, gamma / math.sqrt(e)
+    g = gamma.to(q.dtype).reshape(-1, 1)
+    if q.shape[-2] <= k.shape[-2]:
+        q = q * g.unsqueeze(-1)
+    else:
+        k = k * g.unsqueeze(-1)
+    return q, k, k_sq * g, 1.0 / math.sqrt(e)
+
+
 def mean_nearest_sqdist(
     q: torch.Tensor, k: torch.Tensor, weight: torch.Tensor | None = None
 ) -> torch.Tensor:
@@ -377,9 +394,9 @@ def softmax_weights(
     >>> torch.allclose(softmax_weights(q, k) @ v, distance_attention(q, k, v), atol=1e-6)
     True
     """
-    q, k, gamma = _fold_gamma(q, k, gamma)
+    q, k, k_sq, scale = _shift_form(q, k, gamma)
     log_w = _log_weights(key_weight, q.dtype)
-    return _weights(q, k, k.square().sum(-1), gamma / math.sqrt(q.shape[-1]), log_w)
+    return _weights(q, k, k_sq, scale, log_w)
 
 
 def _softmax_block(qc, k, v, scale, log_w, dropout, generator, k_chunk):
@@ -496,12 +513,12 @@ def softmax_partial(
     >>> torch.allclose(merge_partials(a, b).result(), full, atol=1e-6)
     True
     """
-    q, k, gamma = _fold_gamma(q, k, gamma)
-    s = _shifted_scores(q, k, k.square().sum(-1), gamma / math.sqrt(q.shape[-1]))
+    q, k, k_sq, scale = _shift_form(q, k, gamma)
+    s = _shifted_scores(q, k, k_sq, scale)
     log_w = _log_weights(key_weight, q.dtype)
     if log_w is not None:
         s = s + log_w.unsqueeze(-2)
-    m = s.amax(-1, keepdim=True)
+    m = s.detach().amax(-1, keepdim=True)  # a stabilising constant: the result ignores it
     p = _exp_above_floor(s - torch.where(torch.isinf(m), 0.0, m), log_w, 0, s.shape[-1])
     return SoftmaxPartial(m, p.sum(-1, keepdim=True), _matmul(p, v))
 

@@ -19,6 +19,10 @@ centres (their projections, the step's temperatures and, for a model with
 ``normalise=True``, A1's scale measured on the context points) is computed once per
 step, before the blocks: a :class:`StepPlan`. For the whole point set as context, one
 step equals ``model(x, c, step=t)`` in eval mode up to float rounding.
+
+The functions are differentiable (no dropout): training unrolls re-embedded steps with
+them, at ``O(n k e)`` per step instead of the layer's ``O(n e^2)`` (the point tokens'
+projections are computed once). Inference calls them under :func:`torch.no_grad`.
 """
 
 from __future__ import annotations
@@ -90,7 +94,6 @@ def _check_softmax(model: LearnedKMeansModel) -> None:
         )
 
 
-@torch.no_grad()
 def prepare_points(
     model: LearnedKMeansModel,
     x: torch.Tensor,
@@ -179,7 +182,6 @@ class StepPlan(NamedTuple):
     """A1's values of the centres through A3's key and value maps, shape (b, k, 2e)."""
 
 
-@torch.no_grad()
 def plan_step(
     model: LearnedKMeansModel,
     c: torch.Tensor,
@@ -207,7 +209,7 @@ def plan_step(
     tokens = embed_centres(c, model.embedding)
     a1, a3 = layer.points_to_centres, layer.centres_to_points
     temperature = model.temperature(step)
-    t = (1.0,) * 3 if temperature is None else temperature.tolist()
+    t = (1.0,) * 3 if temperature is None else temperature.unbind(-1)
     keys = a1.k_proj(tokens)
     if a1.normalise and (prepared is None or prepared.scale_queries is None):
         raise ValueError("A model with normalise=True needs the prepared context's queries "
@@ -221,7 +223,6 @@ def plan_step(
                     a1.v_proj(tokens) @ kv_maps.T)
 
 
-@torch.no_grad()
 def centre_partial(
     model: LearnedKMeansModel,
     prepared: PreparedPoints,
@@ -268,7 +269,6 @@ def centre_partial(
     )
 
 
-@torch.no_grad()
 def finish_step(
     model: LearnedKMeansModel, c: torch.Tensor, partial: SoftmaxPartial, step: int = 0
 ) -> torch.Tensor:
@@ -290,12 +290,11 @@ def finish_step(
     tokens = embed_centres(c, model.embedding)
     a4 = model.layer.centres_to_centres
     temperature = model.temperature(step)
-    t4 = 1.0 if temperature is None else float(temperature[2])
+    t4 = 1.0 if temperature is None else temperature[2]
     new = tokens + partial.result() + a4(tokens, tokens, temperature=t4)
     return new[..., : model.n_features]
 
 
-@torch.no_grad()
 def streamed_step(
     model: LearnedKMeansModel,
     prepared: PreparedPoints,
