@@ -53,6 +53,11 @@ __all__ = [
 OBJECTIVES = ("one-step", "multi-step")
 TRAINABLE = ("all", "schedule")
 
+# Ranges of the random schedules tried by ``schedule_search`` (effective inverse
+# temperatures, log-uniform per step): A1 per mean squared distance to the nearest
+# centre, A3 and A4 per differing code bit.
+SEARCH_RANGES = ((0.5, 300.0), (2.0, 40.0), (2.0, 40.0))
+
 
 @dataclass(frozen=True)
 class TrainingConfig:
@@ -126,6 +131,12 @@ class TrainingConfig:
         projections stay the exact construction).
     schedule_lr : float or None, default=None
         Learning rate of the schedule (None: ``lr``).
+    schedule_search : int, default=0
+        Before training, try this many random schedules (per step, log-uniform in
+        :data:`SEARCH_RANGES`), and the warm start's, on a batch of training tasks per
+        family, and start from the best. Gradient steps alone settle in a Lloyd-like
+        schedule at some shapes (d = 64, k = 16) where annealing schedules that
+        alternate soft and sharp steps do far better.
 
     Examples
     --------
@@ -169,6 +180,7 @@ class TrainingConfig:
     init_temperature: tuple[float, float, float] = (4.0, 20.0, 20.0)
     trainable: str = "all"
     schedule_lr: float | None = None
+    schedule_search: int = 0
 
     def __post_init__(self) -> None:
         # JSON round trips give lists; the config is frozen and compared by value.
@@ -253,6 +265,7 @@ class TrainingConfig:
             dropout=0.0,
             kmeanspp_share=0.5,
             families=("normal", "laplace"),
+            schedule_search=64,
         )
         params.update(overrides)
         return cls(n_features, n_clusters, **params)
@@ -319,7 +332,7 @@ class TrainingResult:
 
 
 def _streams(seed: int) -> dict[str, torch.Generator]:
-    names = ("init", "val", "train", "dropout", "baseline")
+    names = ("init", "val", "train", "dropout", "baseline", "search")
     states = np.random.SeedSequence(seed).generate_state(len(names), dtype=np.uint64)
     pairs = zip(names, states, strict=True)
     return {name: torch.Generator().manual_seed(int(state) >> 1) for name, state in pairs}
@@ -480,6 +493,45 @@ def _batch_loss(model, config: TrainingConfig, step: int, gens: dict, device) ->
     return terms.objective.mean()
 
 
+def _temperature_factor(config: TrainingConfig) -> float:
+    """Multiplier of the effective inverse temperatures giving the model's multipliers of
+    ``gamma * scale**2 / sqrt(e)``."""
+    width = config.n_features + index_width(config.embedding, config.n_clusters)
+    return math.sqrt(width) / (config.gamma * config.warm_start_scale() ** 2)
+
+
+@torch.no_grad()
+def _search_schedule(model: LearnedKMeansModel, config: TrainingConfig, gens: dict,
+                     device) -> float:
+    """Set the schedule to the best of the warm start's and ``schedule_search`` random
+    ones, by the multi-step objective on a batch of training tasks per family (the
+    configured share from k-means++); returns its objective."""
+    tasks = []
+    for family in config.task_families():
+        batch = sample_tasks(config.task_config(family=family), config.batch_size,
+                             generator=gens["train"], device=device)
+        start = _starts(batch.x, batch.centres, config.kmeanspp_share, gens["train"])
+        tasks.append((batch.x, start, lloyd_costs(batch.x, start, config.unroll)))
+    low = torch.tensor([math.log(lo) for lo, _ in SEARCH_RANGES], dtype=torch.float64)
+    span = torch.tensor([math.log(hi / lo) for lo, hi in SEARCH_RANGES], dtype=torch.float64)
+    shift = math.log(_temperature_factor(config))
+    was_training, best = model.training, (math.inf, None)
+    model.eval()
+    for i in range(config.schedule_search + 1):
+        if i > 0:  # candidate 0 is the warm start's schedule
+            u = torch.rand(model.schedule, 3, generator=gens["search"], dtype=torch.float64)
+            model.log_temperature.copy_(low + u * span + shift)
+        score = float(torch.stack([
+            multistep_terms(unroll(model, x, c0, config.unroll), x, lloyd[:, 1],
+                            lloyd[:, -1], one_step_weight=config.one_step_weight).objective
+            for x, c0, lloyd in tasks]).mean())
+        if score < best[0]:
+            best = (score, model.log_temperature.detach().clone())
+    model.log_temperature.copy_(best[1])
+    model.train(was_training)
+    return best[0]
+
+
 def _optimizer(model: LearnedKMeansModel, config: TrainingConfig) -> torch.optim.Adam:
     schedule = [] if model.log_temperature is None else [model.log_temperature]
     others = [p for p in model.parameters() if all(p is not q for q in schedule)]
@@ -596,6 +648,9 @@ def train(
         if config.trainable == "schedule" else []
     for p in frozen:
         p.requires_grad_(False)
+    if not history and config.schedule_search and model.log_temperature is not None:
+        _search_schedule(model, config, gens, device)
+        best_state = copy.deepcopy(model.state_dict())
     if not history:
         validate(math.nan)
     model.train()

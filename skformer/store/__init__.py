@@ -6,8 +6,9 @@ training loss. :func:`load_model` finds it in this order:
 1. the weights shipped in the package (``skformer/weights/`` and its ``index.json``);
 2. the user cache (``$SKFORMER_CACHE_DIR``, else ``$XDG_CACHE_HOME/skformer``, else
    ``~/.cache/skformer``), one file per model named ``d{d}_k{k}_{embedding}_{loss}.safetensors``;
-3. if allowed, a short training run (the ``"fast"`` preset of
-   :class:`~skformer.training.TrainingConfig`) whose result is saved to the cache.
+3. if allowed, a short training run (the ``"multistep"`` preset of
+   :class:`~skformer.training.TrainingConfig` on a smaller budget,
+   :func:`on_demand_config`) whose result is saved to the cache.
 
 The store has three parts:
 
@@ -29,7 +30,7 @@ from .locations import (
     shipped_index,
     write_index,
 )
-from .pretraining import load_model, pretrain
+from .pretraining import load_model, on_demand_config, pretrain
 
 __all__ = [
     "FORMAT",
@@ -41,6 +42,7 @@ __all__ = [
     "index_entry",
     "load_model",
     "model_filename",
+    "on_demand_config",
     "pretrain",
     "read_model",
     "save_model",

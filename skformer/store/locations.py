@@ -142,11 +142,19 @@ def index_entry(path: str | os.PathLike) -> dict:
     }
 
 
-def write_index(folder: str | os.PathLike | None = None) -> Path:
+def write_index(folder: str | os.PathLike | None = None,
+                heldout: dict[str, dict] | None = None) -> Path:
     """Write ``index.json`` for the model files of a folder (default: the shipped one).
 
     Every ``*.safetensors`` file is read (so checked) and described by
     :func:`index_entry`; the index is sorted by embedding, loss, ``d`` and ``k``.
+
+    Parameters
+    ----------
+    folder : path-like, default=None
+    heldout : dict, default=None
+        Figures measured on held-out tasks, by file name (``skformer bench learning
+        multistep``); each goes into its entry as ``"heldout"``.
 
     Returns
     -------
@@ -155,6 +163,9 @@ def write_index(folder: str | os.PathLike | None = None) -> Path:
     """
     folder = shipped_dir() if folder is None else Path(folder)
     entries = [index_entry(p) for p in folder.glob("*.safetensors")]
+    for entry in entries:
+        if heldout and entry["file"] in heldout:
+            entry["heldout"] = heldout[entry["file"]]
     entries.sort(key=lambda e: (e["embedding"], e["loss"] or "", e["n_features"],
                                 e["n_clusters"]))
     path = folder / "index.json"

@@ -1,9 +1,10 @@
 """Pretraining and loading: :func:`pretrain`, and :func:`load_model` (shipped, cached, or
 trained on demand).
 
-On-demand pretraining runs the ``"fast"`` preset of
-:class:`~skformer.training.TrainingConfig` and saves its model to the cache; on POSIX a lock
-file serialises "check the cache, train, save" across processes.
+On-demand pretraining runs the ``"multistep"`` preset of
+:class:`~skformer.training.TrainingConfig` on a smaller budget than the shipped models
+(:func:`on_demand_config`, under 90 s on a 2-core CPU) and saves its model to the cache;
+on POSIX a lock file serialises "check the cache, train, save" across processes.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ from .locations import _check_model_key, cache_dir, find_model, model_filename, 
 
 __all__ = ["load_model", "pretrain"]
 
-PRESETS = ("fast", "paper")
+PRESETS = ("multistep", "fast", "paper")
+
+# The on-demand budget: schedule candidates, Adam steps, validation tasks.
+ON_DEMAND = {"schedule_search": 24, "steps": 100, "n_val_tasks": 64}
 
 logger = logging.getLogger("skformer")
 
@@ -47,12 +51,19 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _summary(result: TrainingResult) -> dict:
-    return {
+    """What the metadata and the index say of a training run: its budget and the
+    validation figures of the model it returned (the best checkpoint)."""
+    best = result.best
+    out = {
         "steps": result.config.steps,
         "seconds": round(float(result.seconds), 3),
         "best_val_relative": float(result.best_val_relative),
         "best_step": int(result.best_step),
     }
+    if best.get("val_multistep") is not None:
+        out["val_multistep"] = float(best["val_multistep"])
+        out["val_score"] = float(best["val_score"])
+    return out
 
 
 def _pretrain(config: TrainingConfig, *, path: Path | None, progress: bool,
@@ -60,7 +71,7 @@ def _pretrain(config: TrainingConfig, *, path: Path | None, progress: bool,
     result = train(config, progress=progress, device=device)
     if path is not None:
         save_model(path, result.model, training_config=config,
-                   val_relative=result.last_val_relative, training=_summary(result))
+                   val_relative=result.best_val_relative, training=_summary(result))
     return result
 
 
@@ -70,7 +81,7 @@ def pretrain(
     *,
     embedding: str = "binary",
     loss: str = "l2",
-    preset: str = "fast",
+    preset: str = "multistep",
     seed: int = 0,
     device: str | torch.device = "cpu",
     progress: bool = False,
@@ -87,10 +98,13 @@ def pretrain(
     embedding : {"binary", "onehot", "none"}, default="binary"
     loss : {"l2", "ne"}, default="l2"
         Smoothed k-means loss: sparsemax (L2) or softmax (NE) weights.
-    preset : {"fast", "paper"}, default="fast"
-        :meth:`TrainingConfig.fast` (warm start from the exact construction, 200 steps;
-        with ``embedding="none"``, which has no exact construction, a cold start) or
-        :meth:`TrainingConfig.paper` (cold start, 10,000 steps).
+    preset : {"multistep", "fast", "paper"}, default="multistep"
+        :meth:`TrainingConfig.multistep` (the shipped models' recipe: a temperature
+        schedule trained for 10 re-embedded steps), :meth:`TrainingConfig.fast` (the
+        one-step objective from the exact construction, 200 steps) or
+        :meth:`TrainingConfig.paper` (cold start, 10,000 steps). With
+        ``embedding="none"``, which has no exact construction, ``"multistep"`` and
+        ``"fast"`` train the one-step objective from a cold start.
     seed : int, default=0
     device : str or torch.device, default="cpu"
     progress : bool, default=False
@@ -110,14 +124,18 @@ def pretrain(
     Examples
     --------
     >>> import tempfile
-    >>> model = pretrain(2, 3, steps=2, eval_every=2, n_val_tasks=8, n_points=32, save=False)
+    >>> model = pretrain(2, 3, steps=2, eval_every=2, n_val_tasks=8, n_points=32,
+    ...                  schedule_search=2, save=False)
     >>> model.config["n_clusters"], model.training
     (3, False)
     """
     _check_model_key(n_features, n_clusters, embedding, loss)
     if preset not in PRESETS:
         raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}.")
-    if preset == "fast":
+    if preset == "multistep":
+        config = _multistep_config(int(n_features), int(n_clusters), embedding, loss,
+                                   seed=seed, **overrides)
+    elif preset == "fast":
         config = _fast_config(int(n_features), int(n_clusters), embedding, loss, seed=seed,
                               **overrides)
     else:
@@ -139,10 +157,30 @@ def _fast_config(n_features: int, n_clusters: int, embedding: str, loss: str,
                                **overrides)
 
 
-def _on_demand_config(n_features: int, n_clusters: int, embedding: str,
-                      loss: str) -> TrainingConfig:
-    """The training run of on-demand pretraining (the ``"fast"`` preset)."""
-    return _fast_config(n_features, n_clusters, embedding, loss)
+def _multistep_config(n_features: int, n_clusters: int, embedding: str, loss: str,
+                      **overrides) -> TrainingConfig:
+    """The ``"multistep"`` preset (the ``"fast"`` one without an index embedding)."""
+    if embedding == "none":
+        return _fast_config(n_features, n_clusters, embedding, loss, **overrides)
+    return TrainingConfig.multistep(n_features, n_clusters, embedding=embedding, loss=loss,
+                                    **overrides)
+
+
+def on_demand_config(n_features: int, n_clusters: int, embedding: str = "binary",
+                     loss: str = "l2") -> TrainingConfig:
+    """The training run of on-demand pretraining: the ``"multistep"`` preset on the
+    :data:`ON_DEMAND` budget (fewer schedule candidates, steps and validation tasks than
+    the shipped models).
+
+    Examples
+    --------
+    >>> on_demand_config(8, 5).steps
+    100
+    """
+    return _multistep_config(n_features, n_clusters, embedding, loss, **ON_DEMAND)
+
+
+_on_demand_config = on_demand_config
 
 
 def _read_checked(path: Path, key: tuple, device) -> LearnedKMeansModel:
