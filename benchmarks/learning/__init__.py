@@ -1,0 +1,134 @@
+"""Learning benchmarks: the paper's one-step findings, and the multi-step measurement of
+the shipped models on held-out tasks.
+
+``skformer bench learning one-step``
+    Fast-preset models (one-step objective): relative validation loss of eq. (20).
+``skformer bench learning convergence``
+    Cold-start training curves, OH against BN (a reduced budget of the paper's).
+``skformer bench learning multistep``
+    Every shipped model (or ``--weights DIR``) on held-out tasks, normal and laplace,
+    from random and k-means++ starts: ratio to Lloyd's algorithm after 1, 5, 10 and 20
+    re-embedded steps, the headroom and the share of it captured, the one-step loss;
+    a table, the targets checked, JSON records and a figure in the style of Fig. 6.
+``skformer bench learning ship``
+    Train the grid of shipped models (``--out``, default the package's weights folder),
+    then measure them as ``multistep`` does and write the figures into ``index.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _multistep(args) -> int:
+    from skformer.store import shipped_dir
+
+    from .report import check_targets, plot, table
+    from .ship import evaluate_folder, write_records
+
+    folder = Path(args.weights) if args.weights else shipped_dir()
+    records = evaluate_folder(folder, n_tasks=args.tasks, n_jobs=args.n_jobs)
+    if args.d or args.k:
+        records = [r for r in records if (not args.d or r["d"] in args.d)
+                   and (not args.k or r["k"] in args.k)]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_records(records, out / "multistep.json")
+    print(table(records))
+    print()
+    for line in check_targets(records):
+        print(line)
+    figure = plot(records, out / "multistep.png")
+    if figure is not None:
+        print(f"figure: {figure}")
+    return 0
+
+
+def _ship(args) -> int:
+    from skformer.store import write_index
+
+    from .report import check_targets
+    from .ship import GRID_D, GRID_K, evaluate_folder, heldout_index, train_grid, write_records
+
+    folder = Path(args.out)
+    overrides = {} if args.steps is None else {"steps": args.steps}
+    train_grid(folder, args.d or GRID_D, args.k or GRID_K, n_jobs=args.n_jobs,
+               skip_existing=args.skip_existing, overrides=overrides)
+    records = evaluate_folder(folder, n_tasks=args.tasks, n_jobs=args.n_jobs)
+    write_records(records, folder / "heldout.json")
+    index = write_index(folder, heldout=heldout_index(records))
+    for line in check_targets(records):
+        print(line)
+    print(f"index: {index}")
+    return 0
+
+
+def _paper(args) -> int:
+    from .paper import convergence, one_step, plot
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    extra = {} if args.steps is None else {"steps": args.steps}
+    if args.measurement == "one-step":
+        def report(rec: dict) -> None:
+            print(f"d={rec['d']} k={rec['k']} {rec['loss']} {rec['embedding']} "
+                  f"seed={rec['seed']}: {rec['before']:.3f} -> {rec['after']:.3f} "
+                  f"({rec['seconds']:.0f} s)", flush=True)
+
+        records = one_step(seeds=tuple(args.seeds), losses=tuple(args.losses),
+                           on_record=report, **extra)
+    else:
+        records = convergence(seeds=tuple(args.seeds), **extra)
+        for rec in records:
+            h = rec["history"]
+            print(f"d={rec['d']} {rec['embedding']} seed={rec['seed']}: "
+                  f"{h[0]['val_relative']:.3f} -> {h[-1]['val_relative']:.3f} "
+                  f"({rec['seconds']:.0f} s)", flush=True)
+    (out / f"{args.measurement}.json").write_text(json.dumps(records))
+    figure = plot(args.measurement, records, out)
+    if figure is not None:
+        print(f"figure: {figure}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="skformer bench learning",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("measurement", choices=("one-step", "convergence", "multistep", "ship"))
+    parser.add_argument("--out", default=None,
+                        help="output folder (ship: the weights folder to write)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                        help="one-step, convergence: training seeds")
+    parser.add_argument("--losses", nargs="+", default=["l2", "ne"], choices=("l2", "ne"),
+                        help="one-step: the losses to train with")
+    parser.add_argument("--steps", type=int, default=None,
+                        help="training steps (one-step: the fast preset's; convergence: 600; "
+                             "ship: the shipped budget)")
+    parser.add_argument("--weights", default=None,
+                        help="multistep: a folder of models (default: the shipped ones)")
+    parser.add_argument("--tasks", type=int, default=48,
+                        help="multistep, ship: held-out tasks per family")
+    parser.add_argument("--d", type=int, nargs="+", default=None, help="only these d")
+    parser.add_argument("--k", type=int, nargs="+", default=None, help="only these k")
+    parser.add_argument("--n-jobs", type=int, default=1, help="models in parallel")
+    parser.add_argument("--skip-existing", action="store_true",
+                        help="ship: keep the models already in --out")
+    args = parser.parse_args(argv)
+    if args.measurement == "ship":
+        if args.out is None:
+            from skformer.store import shipped_dir
+
+            args.out = str(shipped_dir())
+        return _ship(args)
+    args.out = args.out or "learning-results"
+    if args.measurement == "multistep":
+        return _multistep(args)
+    return _paper(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
