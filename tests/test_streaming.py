@@ -86,3 +86,19 @@ def test_sparsemax_models_are_refused():
     model = LearnedKMeansModel(2, 3, activation="sparsemax")
     with pytest.raises(ValueError, match="Streamed steps need softmax attention"):
         prepare_points(model, torch.rand(1, 10, 2))
+
+
+def test_silent_points_to_points_attention_is_skipped_exactly(global_random_seed):
+    """The exact construction's A2 writes V2 [x ; 0] = 0: skipping it changes nothing."""
+    from skformer.nn.streaming import a2_is_silent
+
+    model = LearnedKMeansModel.from_exact(4, 5, scale=2.0, normalise=True, schedule=3,
+                                          temperature=(3.0, 20.0, 20.0)).double().eval()
+    assert a2_is_silent(model) and not a2_is_silent(trained_like(4, 5, global_random_seed))
+    gen = torch.Generator().manual_seed(global_random_seed)
+    x = torch.rand(2, 120, 4, generator=gen, dtype=torch.float64)
+    c = x[:, :5] + 0.01
+    prepared = prepare_points(model, x, chunk_rows=17)
+    for step in range(4):
+        torch.testing.assert_close(streamed_step(model, prepared, c, step=step),
+                                   model(x, c, step=step), rtol=1e-10, atol=1e-10)

@@ -45,6 +45,7 @@ from .learned import LearnedKMeansModel
 __all__ = [
     "PreparedPoints",
     "StepPlan",
+    "a2_is_silent",
     "centre_partial",
     "finish_step",
     "plan_step",
@@ -139,16 +140,17 @@ def prepare_points(
     points = embed_points(x, kind, k) if context is None else None
     ctx = points if context is None else embed_points(context, kind, k)
     a1, a2 = model.layer.points_to_centres, model.layer.points_to_points
-    keys, values = a2.k_proj(ctx), a2.v_proj(ctx)
+    silent = a2_is_silent(model)
+    keys, values = (None, None) if silent else (a2.k_proj(ctx), a2.v_proj(ctx))
     a3 = model.layer.centres_to_points
     b, n, e = *x.shape[:-1], ctx.shape[-1]
     tokens = x.new_empty((b, n, e)) if keep_tokens else None
     queries = x.new_empty((b, n, e))
     keys_values = x.new_empty((b, n, 2 * e))
-    rows = chunk_rows or _rows(b, max(ctx.shape[-2], e))
+    rows = chunk_rows or _rows(b, e if silent else max(ctx.shape[-2], e))
     for s in range(0, n, rows):
         p = embed_points(x[:, s : s + rows], kind, k) if points is None else points[:, s : s + rows]
-        t = p + distance_attention(
+        t = p if silent else p + distance_attention(
             a2.q_proj(p), keys, values, gamma=a2.gamma, key_weight=context_weight
         )
         if keep_tokens:
@@ -161,6 +163,21 @@ def prepare_points(
         scale_queries = queries if context is None else a1.q_proj(ctx)
     return PreparedPoints(tokens, queries, keys_values, scale_queries,
                           context_weight if a1.normalise else None)
+
+
+def a2_is_silent(model: LearnedKMeansModel) -> bool:
+    """Whether A2's output on re-embedded point tokens ``[x ; 0]`` is exactly zero.
+
+    Its value of a token is ``V2 [x ; 0] + b2 = V2[:, :d] x + b2``: when those weights and
+    the bias are all zero (as in the exact construction, ``V2 = -P_c``, and in models
+    whose training left the projections alone), every weighted average of values is 0,
+    whatever the attention, and the ``n x r`` points-to-points attention need not run.
+    """
+    v = model.layer.points_to_points.v_proj
+    d = model.n_features
+    with torch.no_grad():
+        zero_bias = v.bias is None or not bool(v.bias.any())
+        return zero_bias and not bool(v.weight[:, :d].any())
 
 
 class StepPlan(NamedTuple):
