@@ -80,3 +80,13 @@ def test_ship_grid_index_and_cli(tmp_path, capsys):
 
 def test_shipped_index_lists_models():
     assert all("file" in e for e in shipped_index())
+
+
+def test_choices_variant_and_summary():
+    from benchmarks.learning.choices import VARIANTS, run_variant, summary
+
+    assert "recipe" in VARIANTS and "no schedule search" in VARIANTS
+    records = run_variant("random starts only", 2, 3, n_tasks=4,
+                          budget=dict(schedule_search=2, **TINY))
+    assert {r["variant"] for r in records} == {"random starts only"}
+    assert "random starts only" in summary(records).splitlines()[1]

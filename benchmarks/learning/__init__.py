@@ -10,6 +10,9 @@ the shipped models on held-out tasks.
     from random and k-means++ starts: ratio to Lloyd's algorithm after 1, 5, 10 and 20
     re-embedded steps, the headroom and the share of it captured, the one-step loss;
     a table, the targets checked, JSON records and a figure in the style of Fig. 6.
+``skformer bench learning choices``
+    Each choice of the multi-step recipe switched off in turn (and the one-step
+    preset), trained at a few shapes and measured on the held-out tasks.
 ``skformer bench learning ship``
     Train the grid of shipped models (``--out``, default the package's weights folder),
     then measure them as ``multistep`` does and write the figures into ``index.json``.
@@ -67,6 +70,25 @@ def _ship(args) -> int:
     return 0
 
 
+def _choices(args) -> int:
+    from joblib import Parallel, delayed
+
+    from .choices import VARIANTS, run_variant, summary
+    from .ship import write_records
+
+    shapes = list(zip(args.d or (8, 32, 64), args.k or (16, 10, 16), strict=True))
+    names = args.variants or list(VARIANTS)
+    budget = {} if args.steps is None else {"steps": args.steps}
+    jobs = (delayed(run_variant)(name, d, k, n_tasks=args.tasks, budget=budget)
+            for name in names for d, k in shapes)
+    records = [r for part in Parallel(n_jobs=args.n_jobs)(jobs) for r in part]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_records(records, out / "choices.json")
+    print(summary(records))
+    return 0
+
+
 def _paper(args) -> int:
     from .paper import convergence, one_step, plot
 
@@ -98,7 +120,8 @@ def _paper(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="skformer bench learning",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("measurement", choices=("one-step", "convergence", "multistep", "ship"))
+    parser.add_argument("measurement",
+                        choices=("one-step", "convergence", "multistep", "choices", "ship"))
     parser.add_argument("--out", default=None,
                         help="output folder (ship: the weights folder to write)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
@@ -117,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-jobs", type=int, default=1, help="models in parallel")
     parser.add_argument("--skip-existing", action="store_true",
                         help="ship: keep the models already in --out")
+    parser.add_argument("--variants", nargs="+", default=None,
+                        help="choices: the variants to run (default: all)")
     args = parser.parse_args(argv)
     if args.measurement == "ship":
         if args.out is None:
@@ -127,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out = args.out or "learning-results"
     if args.measurement == "multistep":
         return _multistep(args)
+    if args.measurement == "choices":
+        return _choices(args)
     return _paper(args)
 
 
