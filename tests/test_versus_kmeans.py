@@ -67,6 +67,10 @@ def test_records_and_summary_are_sane(iris_records):
     assert s.seeds == 2 and 0 <= s.ratio_le_1 <= 2 and 0.0 <= s.fraction_ratio_le_1 <= 1.0
     assert s.inertia_ratio_median == pytest.approx(
         np.median([r.inertia_ratio for r in iris_records]))
+    # The plain Lloyd run competes in every fit: never above KMeans (same starts).
+    assert s.inertia_ratio_max <= 1.0 + 1e-9
+    assert 0 <= s.learned_selected <= s.seeds
+    assert all(r.ours_selected in ("lloyd", "learned") for r in iris_records)
     table = vk.format_summary([s])
     assert "| iris | 150 | 4 | 3 |" in table and table.count("\n") == 2
 

@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="random_state 0 .. SEEDS-1 of both estimators (default: 5)")
     parser.add_argument("--n-init", type=_n_init, default=1,
                         help="n_init of both estimators (default: 1)")
+    parser.add_argument("--learned-starts", type=int, default=1,
+                        help="TransformerKMeans' learned_starts (default: 1)")
     parser.add_argument("--device", choices=DEVICES, default="cpu",
                         help="TransformerKMeans' device (default: cpu)")
     parser.add_argument("--no-table", action="store_true",
@@ -116,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
                      "summaries": [], "context": None, "memory": None}
     print(f"# {machine['device_name']} ({device}), {machine['cpu_count']} CPUs, torch "
           f"{machine['torch']} ({machine['threads']} threads), scikit-learn "
-          f"{machine['sklearn']}; {args.seeds} seeds, n_init={args.n_init}")
+          f"{machine['sklearn']}; {args.seeds} seeds, n_init={args.n_init}, "
+          f"learned_starts={args.learned_starts}")
     records: list[Record] = []
     try:
         if not args.no_table:
@@ -124,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
             for ds in make_datasets(args.datasets, ns=args.n, ds=args.d, k=args.k,
                                     cluster_std=args.cluster_std, seed=args.data_seed,
                                     dtype=np.dtype(args.dtype)):
-                new = compare(ds, seeds, n_init=args.n_init, device=device)
+                new = compare(ds, seeds, n_init=args.n_init, device=device,
+                              learned_starts=args.learned_starts)
                 records.extend(new)
                 print(format_summary(summarise(new)).splitlines()[-1], flush=True)
                 payload["records"] = [asdict(r) for r in records]

@@ -64,6 +64,9 @@ class Record:
     kmeans_n_iter: int
     ours_n_learned_steps: int
     ours_n_lloyd_steps: int
+    learned_starts: int = 1
+    ours_selected: str = "lloyd"
+    """Which run of TransformerKMeans' best start gave its result."""
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,7 @@ def _timed_fit(estimator, X) -> float:
 
 
 def compare(dataset: Dataset, seeds: Sequence[int], *, n_init=1, device: str = "cpu",
-            warmup: bool = True) -> list[Record]:
+            warmup: bool = True, learned_starts: int = 1) -> list[Record]:
     """Fit KMeans and TransformerKMeans on ``dataset`` once per seed; one record each.
 
     KMeans goes first for even positions in ``seeds``, TransformerKMeans for odd ones.
@@ -145,11 +148,12 @@ def compare(dataset: Dataset, seeds: Sequence[int], *, n_init=1, device: str = "
 
     X, y, k = dataset.X, dataset.y, dataset.n_clusters
     if warmup:
-        for est in _estimators(k, seeds[0], n_init, device).values():
+        for est in _estimators(k, seeds[0], n_init, device,
+                               learned_starts=learned_starts).values():
             est.fit(X)
     records = []
     for i, seed in enumerate(seeds):
-        ests = _estimators(k, seed, n_init, device)
+        ests = _estimators(k, seed, n_init, device, learned_starts=learned_starts)
         order = ("kmeans", "ours") if i % 2 == 0 else ("ours", "kmeans")
         ms = {name: _timed_fit(ests[name], X) for name in order}
         km, ours = ests["kmeans"], ests["ours"]
@@ -166,7 +170,8 @@ def compare(dataset: Dataset, seeds: Sequence[int], *, n_init=1, device: str = "
             kmeans_fit_ms=ms["kmeans"], ours_fit_ms=ms["ours"],
             time_ratio=ms["ours"] / ms["kmeans"],
             kmeans_n_iter=int(km.n_iter_), ours_n_learned_steps=int(ours.n_learned_steps_),
-            ours_n_lloyd_steps=int(ours.n_lloyd_steps_),
+            ours_n_lloyd_steps=int(ours.n_lloyd_steps_), learned_starts=learned_starts,
+            ours_selected=ours.selected_run_,
         ))
     return records
 
