@@ -20,12 +20,13 @@ __all__ = [
     "blobs_iso",
     "blobs_unequal",
     "default_std",
+    "mixture",
     "load_bundled",
     "make_datasets",
 ]
 
 BUNDLED = ("iris", "wine", "breast_cancer", "digits")
-GENERATED = ("blobs-iso", "blobs-aniso", "blobs-unequal")
+GENERATED = ("blobs-iso", "blobs-aniso", "blobs-unequal", "mixture")
 DATASETS = BUNDLED + GENERATED
 _STD_PER_SQRT_D = 1.4
 _ROWS = 2**16
@@ -89,11 +90,11 @@ def _counts(n: int, proportions: np.ndarray) -> np.ndarray:
 
 
 def _blobs(n: int, d: int, k: int, rng: np.random.Generator, stds: np.ndarray,
-           proportions: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
-    """Gaussian blobs, centres uniform in [-10, 10]^d, rows generated chunk by chunk."""
+           proportions: np.ndarray, dtype, box=(-10.0, 10.0)) -> tuple[np.ndarray, np.ndarray]:
+    """Gaussian blobs, centres uniform in ``box``^d, rows generated chunk by chunk."""
     if n < k:
         raise ValueError(f"n={n} should be >= k={k}.")
-    centres = rng.uniform(-10.0, 10.0, size=(k, d)).astype(dtype)
+    centres = rng.uniform(*box, size=(k, d)).astype(dtype)
     y = rng.permutation(np.repeat(np.arange(k), _counts(n, proportions)))
     stds = np.asarray(stds, dtype=dtype)
     X = np.empty((n, d), dtype=dtype)
@@ -165,8 +166,31 @@ def blobs_unequal(n: int, d: int = 8, k: int = 10, *, cluster_std: float | None 
                    f"{k} blobs, sizes 1:...:{k}, std {stds[0]:.3g} down to {stds[-1]:.3g}")
 
 
+def mixture(n: int, d: int = 8, k: int = 10, *, cluster_std: float | None = None,
+            seed: int = 0, dtype=np.float64) -> Dataset:
+    """The paper's task distribution (:mod:`skformer.tasks`) as one large data set: ``k``
+    equally likely normal components with means uniform in the unit cube and scale
+    ``cluster_std`` (default 0.1) per dimension, min-max scaled per dimension. The
+    components overlap, so Lloyd's algorithm has poor local optima to fall into. Drawn
+    with NumPy (not the training's torch streams).
+
+    Examples
+    --------
+    >>> ds = mixture(200, d=3, k=4, seed=0)
+    >>> ds.X.shape, ds.n_clusters
+    ((200, 3), 4)
+    """
+    scale = 0.1 if cluster_std is None else float(cluster_std)
+    rng = np.random.default_rng([seed, 7])
+    X, y = _blobs(n, d, k, rng, np.full(k, scale), np.ones(k), dtype, box=(0.0, 1.0))
+    lo, hi = X.min(0), X.max(0)
+    X = (X - lo) / np.where(hi > lo, hi - lo, 1.0)
+    return Dataset(np.ascontiguousarray(X.astype(dtype)), y, "mixture",
+                   f"{k} normal components in the unit cube, scale {scale:g} (the paper's tasks)")
+
+
 _GENERATORS = {"blobs-iso": blobs_iso, "blobs-aniso": blobs_aniso,
-               "blobs-unequal": blobs_unequal}
+               "blobs-unequal": blobs_unequal, "mixture": mixture}
 
 
 def make_datasets(names: Sequence[str] = DATASETS, *, ns: Sequence[int] = (10_000, 100_000),
