@@ -21,6 +21,7 @@ from ..nn.model import ExactLloydModel, _argmin_last
 from .sources import ArraySource, Block, Source, sum_parts
 
 __all__ = [
+    "LloydRun",
     "LloydStats",
     "lloyd_partial",
     "lloyd_step",
@@ -39,6 +40,9 @@ class LloydStats(NamedTuple):
     """Weighted sum of each cluster's points, shape (k, d), float64."""
     mass: torch.Tensor
     """Total weight of each cluster, shape (k,), float64."""
+    inertia: torch.Tensor
+    """Weighted sum of squared distances to the assigned centres (the step's input
+    centres), float64, differences summed literally."""
 
 
 # Up to this many centres the distances are computed centres-major, (k, m): the
@@ -66,14 +70,17 @@ def lloyd_partial(block: Block, c: torch.Tensor, c_sq: torch.Tensor | None = Non
     c = c.to(block.x.device, block.x.dtype)
     k = c.shape[0]
     lab = _labels(block.x, c, None if c_sq is None else c_sq.to(c.device)).to(block.x.device)
+    sq = (block.x - c[lab]).double().square().sum(-1)
     x64 = block.x.double()
     if block.w is None:
         mass = torch.bincount(lab, minlength=k).double()
+        inertia = sq.sum()
     else:
         x64 = x64 * block.w.unsqueeze(-1)
         mass = torch.zeros(k, dtype=torch.float64, device=lab.device).index_add_(0, lab, block.w)
+        inertia = (sq * block.w).sum()
     sums = torch.zeros(k, c.shape[1], dtype=torch.float64, device=lab.device)
-    return LloydStats(sums.index_add_(0, lab, x64).cpu(), mass.cpu())
+    return LloydStats(sums.index_add_(0, lab, x64).cpu(), mass.cpu(), inertia.cpu())
 
 
 def _finish(c: torch.Tensor, stats: LloydStats) -> torch.Tensor:
@@ -96,7 +103,8 @@ def _dense_step(source: ArraySource, model: ExactLloydModel, c: torch.Tensor):
     mass = torch.zeros(k, dtype=torch.float64).index_add_(0, lab.cpu(), ws)
     sums = torch.zeros(k, c.shape[1], dtype=torch.float64).index_add_(
         0, lab.cpu(), x[0].double().cpu() * ws.unsqueeze(-1))
-    return step.centres[0], LloydStats(sums, mass)
+    inertia = ((x[0] - c[lab]).double().square().sum(-1).cpu() * ws).sum()
+    return step.centres[0], LloydStats(sums, mass, inertia)
 
 
 def lloyd_step(source: Source, c: torch.Tensor, model: ExactLloydModel | None = None):
@@ -110,16 +118,27 @@ def lloyd_step(source: Source, c: torch.Tensor, model: ExactLloydModel | None = 
     return _finish(c, stats), stats
 
 
+class LloydRun(NamedTuple):
+    """The end of a run of Lloyd steps."""
+
+    centers: torch.Tensor
+    """(k, d), the data's dtype."""
+    n_iter: int
+    inertia: float | None
+    """Inertia of ``centers``, known without another pass when the run ended by strict
+    convergence (the last assignment is the final one); None otherwise."""
+
+
 def run_lloyd(source: Source, c: torch.Tensor, max_iter: int, tol: float, *,
-              model: ExactLloydModel | None = None, to_user=float) -> tuple[torch.Tensor, int]:
+              model: ExactLloydModel | None = None, to_user=float) -> LloydRun:
     """Lloyd steps from ``c`` (k, d) with KMeans' stopping rules.
 
     Stops at strict convergence (the assignment did not change: its statistics are
-    equal), when the squared centre shift is within ``tol``, or after ``max_iter``
-    steps. Returns the centres and the number of steps. ``to_user`` converts a squared
-    shift to the user's units for the log.
+    equal, and so are the centres), when the squared centre shift is within ``tol``, or
+    after ``max_iter`` steps. ``to_user`` converts a squared shift to the user's units
+    for the log.
     """
-    previous = None
+    previous, inertia = None, None
     i = -1
     for i in range(max_iter):
         new, stats = lloyd_step(source, c, model)
@@ -129,12 +148,13 @@ def run_lloyd(source: Source, c: torch.Tensor, max_iter: int, tol: float, *,
         if previous is not None and torch.equal(stats.mass, previous.mass) \
                 and torch.equal(stats.sums, previous.sums):
             logger.info("Converged at iteration %d: strict convergence.", i)
+            inertia = float(stats.inertia)
             break
         if shift <= tol:
             logger.info("Converged at iteration %d: centre shift within tolerance.", i)
             break
         previous = stats
-    return c, i + 1
+    return LloydRun(c, i + 1, inertia)
 
 
 @torch.no_grad()

@@ -204,18 +204,24 @@ class _Fit:
             score_partial, sum_parts, c.cpu(), None if other is None else other.cpu())
         return float(value), table
 
-    def lloyd(self, c: torch.Tensor) -> tuple[torch.Tensor, int]:
-        return run_lloyd(self.source, c, self.spec.max_iter, self.tol,
-                         model=self.spec.exact, to_user=self.to_user)
+    def lloyd(self, c: torch.Tensor, kind: str = "lloyd", n_learned: int = 0) -> _Run:
+        end = run_lloyd(self.source, c, self.spec.max_iter, self.tol,
+                        model=self.spec.exact, to_user=self.to_user)
+        return _Run(end.centers, n_learned, end.n_iter, kind, end.inertia)
 
     def learned_run(self, c: torch.Tensor) -> _Run:
         spec = self.spec
         c, n_learned = self.phase.run(c, spec.max_iter, self.tol, spec.tol,
                                       to_user=self.to_user)
-        n_lloyd = 0
         if spec.finish == "lloyd":
-            c, n_lloyd = self.lloyd(c)
-        return _Run(c, n_learned, n_lloyd, "learned")
+            return self.lloyd(c, "learned", n_learned)
+        return _Run(c, n_learned, 0, "learned")
+
+    def scored(self, run: _Run) -> _Run:
+        """``run`` with its inertia (one pass, unless its last Lloyd step gave it)."""
+        if run.inertia is None:
+            run.inertia = self.inertia(run.centers)[0]
+        return run
 
     def extra_start(self, index: int, seed: tuple[int, int]) -> torch.Tensor:
         """Random points of the context: the start of extra learned run ``index``."""
@@ -237,15 +243,11 @@ class _Fit:
         spec = self.spec
         c0 = torch.from_numpy(np.asarray(start)).to(self.source.device, self.dtype)
         if self.phase is None:
-            c, n = self.lloyd(c0)
-            run = _Run(c, 0, n, "lloyd")
-            if score:
-                run.inertia = self.inertia(c)[0]
-            return run
+            run = self.lloyd(c0)
+            return self.scored(run) if score else run
         candidates = []
         if spec.finish == "lloyd":
-            c, n = self.lloyd(c0)
-            candidates.append(_Run(c, 0, n, "lloyd"))
+            candidates.append(self.lloyd(c0))
         candidates.append(self.learned_run(c0))
         for j in range(1, spec.learned_starts):
             candidates.append(self.learned_run(self.extra_start(j, seed)))
@@ -253,8 +255,7 @@ class _Fit:
             return candidates[0]
         best = None
         for run in candidates:
-            run.inertia = self.inertia(run.centers)[0]
-            if self.better(run, best):
+            if self.better(self.scored(run), best):
                 best = run
         logger.info("Run: %s", ", ".join(f"{r.kind} {self.to_user(r.inertia):.6g}"
                                           for r in candidates))
