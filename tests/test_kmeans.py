@@ -112,11 +112,25 @@ def test_more_learned_starts_never_end_higher(global_random_seed):
     assert three.inertia_ <= one.inertia_ * (1 + 1e-9)
 
 
+def test_expected_ratio_reads_the_index_then_the_metadata():
+    from skformer.kmeans import _expected_ratio
+
+    entry = {"heldout": {"normal/random": {"ratio20": 0.8}, "laplace/random": {"ratio20": 0.9},
+                         "normal/k-means++": {"ratio20": 0.99},
+                         "laplace/k-means++": {"ratio20": 0.97}, "tasks": 48}}
+    meta = {"training": {"val_multistep": 0.95}}
+    assert _expected_ratio(meta, entry, "random") == pytest.approx(0.85)
+    assert _expected_ratio(meta, entry, "k-means++") == pytest.approx(0.98)
+    assert _expected_ratio(meta, entry, np.zeros((2, 2))) == pytest.approx(0.98)
+    assert _expected_ratio(meta, None, "random") == 0.95
+    assert _expected_ratio({"training": {}}, None, "random") is None
+
+
 def test_model_without_gain_is_not_run(monkeypatch):
     """A model whose validation does not beat Lloyd's algorithm is skipped: KMeans' fit."""
     import skformer.kmeans as kmeans
 
-    monkeypatch.setattr(kmeans, "_validation_ratio", lambda metadata: 1.0)
+    monkeypatch.setattr(kmeans, "_expected_ratio", lambda metadata, entry, init: 1.0)
     X, _ = blobs(0, n=300, d=4, k=3)
     fit = est(n_clusters=3, random_state=0).fit(X)
     assert not fit.learned_used_ and fit.n_learned_steps_ == 0
