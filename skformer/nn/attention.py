@@ -104,7 +104,8 @@ def _shift_form(q: torch.Tensor, k: torch.Tensor, gamma):
 
 
 def mean_nearest_sqdist(
-    q: torch.Tensor, k: torch.Tensor, weight: torch.Tensor | None = None
+    q: torch.Tensor, k: torch.Tensor, weight: torch.Tensor | None = None,
+    q_sq: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Mean over queries of the squared distance to the nearest key, per task.
 
@@ -118,6 +119,8 @@ def mean_nearest_sqdist(
     k : Tensor of shape (b, r, e)
     weight : Tensor of shape (b, q), default=None
         Non-negative weights of the queries in the mean.
+    q_sq : Tensor of shape (b, q), default=None
+        The queries' squared norms, if known (queries reused across calls).
 
     Returns
     -------
@@ -132,8 +135,12 @@ def mean_nearest_sqdist(
     >>> mean_nearest_sqdist(q, k)
     tensor([1.])
     """
-    nearest = sqdist(q, k).amin(-1)  # (b, q)
-    q_sq = q.detach().square().sum(-1)
+    if q_sq is None:
+        q_sq = q.square().sum(-1)
+    k_sq = k.square().sum(-1).unsqueeze(-2)  # (b, 1, r)
+    nearest = (torch.baddbmm(k_sq, q, k.transpose(-1, -2), alpha=-2.0).amin(-1)
+               + q_sq).clamp_min(0.0)  # (b, q)
+    q_sq = q_sq.detach()
     if weight is None:
         mean, size = nearest.mean(-1), q_sq.mean(-1)
     else:
@@ -620,12 +627,14 @@ class DistanceAttention(nn.Module):
         k: torch.Tensor,
         temperature: float | torch.Tensor = 1.0,
         query_weight: torch.Tensor | None = None,
+        q_sq: torch.Tensor | None = None,
     ) -> float | torch.Tensor:
         """``gamma * temperature``, divided per task by :func:`mean_nearest_sqdist` of the
-        projected queries ``q`` (b, q, e) and keys ``k`` (b, r, e) if ``normalise``."""
+        projected queries ``q`` (b, q, e) and keys ``k`` (b, r, e) if ``normalise``
+        (``q_sq``: the queries' squared norms, if known)."""
         gamma = self.gamma * temperature
         if self.normalise:
-            gamma = gamma / mean_nearest_sqdist(q, k, query_weight)
+            gamma = gamma / mean_nearest_sqdist(q, k, query_weight, q_sq)
         return gamma
 
     def extra_repr(self) -> str:

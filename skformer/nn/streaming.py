@@ -73,6 +73,8 @@ class PreparedPoints(NamedTuple):
     scale is measured when the model has ``normalise=True`` (None otherwise)."""
     scale_weight: torch.Tensor | None = None
     """Weights of ``scale_queries``, shape (b, r), or None."""
+    scale_sq: torch.Tensor | None = None
+    """Squared norms of ``scale_queries``, shape (b, r), or None."""
 
     def rows(self, start: int, stop: int) -> PreparedPoints:
         """The prepared points ``start:stop`` (a block of a map-reduce step); the
@@ -80,7 +82,7 @@ class PreparedPoints(NamedTuple):
         kv = None if self.keys_values is None else self.keys_values[:, start:stop]
         tokens = None if self.tokens is None else self.tokens[:, start:stop]
         return PreparedPoints(tokens, self.queries[:, start:stop], kv, self.scale_queries,
-                              self.scale_weight)
+                              self.scale_weight, self.scale_sq)
 
 
 def _rows(b: int, width: int) -> int:
@@ -158,11 +160,12 @@ def prepare_points(
         queries[:, s : s + rows] = a1.q_proj(p)
         keys_values[:, s : s + rows, :e] = a3.k_proj(t)
         keys_values[:, s : s + rows, e:] = a3.v_proj(t)
-    scale_queries = None
+    scale_queries = scale_sq = None
     if a1.normalise:
         scale_queries = queries if context is None else a1.q_proj(ctx)
+        scale_sq = scale_queries.square().sum(-1)
     return PreparedPoints(tokens, queries, keys_values, scale_queries,
-                          context_weight if a1.normalise else None)
+                          context_weight if a1.normalise else None, scale_sq)
 
 
 def a2_is_silent(model: LearnedKMeansModel) -> bool:
@@ -234,6 +237,7 @@ def plan_step(
     a1_gamma = a1.inverse_temperature(
         None if prepared is None else prepared.scale_queries, keys, t[0],
         None if prepared is None else prepared.scale_weight,
+        None if prepared is None else prepared.scale_sq,
     )
     kv_maps = torch.cat([a3.k_proj.weight, a3.v_proj.weight], dim=0)  # (2e, e)
     return StepPlan(int(step), tokens, keys, a1_gamma, a3.q_proj(tokens), a3.gamma * t[1],
