@@ -15,7 +15,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -81,7 +81,6 @@ class FitResult:
     selected: str
     """Which run of the best start gave the result: "lloyd" or "learned"."""
     learned_used: bool
-    details: dict = field(default_factory=dict)
 
     @property
     def n_iter(self) -> int:
