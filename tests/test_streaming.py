@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from skformer.nn import LearnedKMeansModel
-from skformer.nn.attention import distance_attention, merge_partials, softmax_partial
+from skformer.nn.attention import distance_attention
+from skformer.nn.softmax import merge_partials, softmax_partial
 from skformer.nn.streaming import prepare_points, streamed_step
 
 

@@ -12,7 +12,7 @@ them past a size, see :class:`skformer.TransformerKMeans`'s ``max_context``).
 
 A step then streams over chunks of points: A1 (points to the ``k`` centres) updates
 the chunk's tokens, and the chunk's contribution to the centre update A3 (a softmax
-over all points) is kept as a :class:`~skformer.nn.attention.SoftmaxPartial`. Partials
+over all points) is kept as a :class:`~skformer.nn.softmax.SoftmaxPartial`. Partials
 of disjoint chunks merge exactly, so a step is a map-reduce over point blocks, with
 ``O(chunk x (k + e))`` memory beyond the prepared tokens. What a step needs of the
 centres (their projections, the step's temperatures and, for a model with
@@ -31,16 +31,16 @@ from typing import NamedTuple
 
 import torch
 
-from .attention import (
+from .attention import distance_attention
+from .embedding import embed_centres, embed_points
+from .learned import LearnedKMeansModel
+from .softmax import (
     SoftmaxPartial,
     _matmul,
-    distance_attention,
     merge_partials,
     softmax_partial,
     softmax_weights,
 )
-from .embedding import embed_centres, embed_points
-from .learned import LearnedKMeansModel
 
 __all__ = [
     "PreparedPoints",
@@ -271,7 +271,7 @@ def centre_partial(
     -------
     SoftmaxPartial
         Over the block's points; merge blocks with
-        :func:`~skformer.nn.attention.merge_partials`, then :func:`finish_step`.
+        :func:`~skformer.nn.softmax.merge_partials`, then :func:`finish_step`.
     """
     proj = plan if plan is not None else plan_step(model, c, 0, prepared)
     a3 = model.layer.centres_to_points
