@@ -291,7 +291,8 @@ def centre_partial(
 
 
 def finish_step(
-    model: LearnedKMeansModel, c: torch.Tensor, partial: SoftmaxPartial, step: int = 0
+    model: LearnedKMeansModel, c: torch.Tensor, partial: SoftmaxPartial, step: int = 0,
+    *, plan: StepPlan | None = None,
 ) -> torch.Tensor:
     """New centres from A3's merged partial over all points (the reduce step).
 
@@ -303,12 +304,14 @@ def finish_step(
         A3 over every point, shapes (b, k, 1) and (b, k, e).
     step : int, default=0
         Index of the step (A4's temperature in the model's schedule).
+    plan : StepPlan, default=None
+        The step's plan, whose centre tokens are reused.
 
     Returns
     -------
     Tensor of shape (b, k, d)
     """
-    tokens = embed_centres(c, model.embedding)
+    tokens = embed_centres(c, model.embedding) if plan is None else plan.tokens
     a4 = model.layer.centres_to_centres
     temperature = model.temperature(step)
     t4 = 1.0 if temperature is None else temperature[2]
@@ -364,4 +367,4 @@ def streamed_step(
         w = None if weight is None else weight[:, s : s + rows]
         part = centre_partial(model, prepared.rows(s, s + rows), c, w, plan=plan)
         total = part if total is None else merge_partials(total, part)
-    return finish_step(model, c, total, step)
+    return finish_step(model, c, total, step, plan=plan)
