@@ -196,13 +196,17 @@ def train(
         if config.trainable == "schedule" else []
     for p in frozen:
         p.requires_grad_(False)
-    if not history and config.schedule_search and model.log_temperature is not None:
-        search_schedule(model, config, gens, device)
+    search = (config.schedule_search if not history and model.log_temperature is not None
+              else 0)
+    bar = tqdm(total=search + config.steps, initial=step, disable=not progress,
+               desc="pretraining")
+    if search:
+        bar.set_postfix_str("schedule search")
+        search_schedule(model, config, gens, device, on_candidate=lambda: bar.update(1))
         best_state = copy.deepcopy(model.state_dict())
     if not history:
         validate(math.nan)
     model.train()
-    bar = tqdm(total=config.steps, initial=step, disable=not progress, desc="pretraining")
     window: list[float] = []
     start = time.perf_counter() - elapsed
     while step < config.steps:

@@ -59,10 +59,11 @@ def _temperature_factor(config: TrainingConfig) -> float:
 
 @torch.no_grad()
 def search_schedule(model: LearnedKMeansModel, config: TrainingConfig, gens: dict,
-                     device) -> float:
+                    device, on_candidate=None) -> float:
     """Set the schedule to the best of the warm start's and ``schedule_search`` random
     ones, by the multi-step objective on a batch of training tasks per family (the
-    configured share from k-means++); returns its objective."""
+    configured share from k-means++); returns its objective. ``on_candidate()`` is called
+    after each random candidate (progress)."""
     tasks = []
     for family in config.task_families():
         batch = sample_tasks(config.task_config(family=family), config.batch_size,
@@ -84,6 +85,8 @@ def search_schedule(model: LearnedKMeansModel, config: TrainingConfig, gens: dic
             for x, c0, lloyd in tasks]).mean())
         if score < best[0]:
             best = (score, model.log_temperature.detach().clone())
+        if i > 0 and on_candidate is not None:
+            on_candidate()
     model.log_temperature.copy_(best[1])
     model.train(was_training)
     return best[0]
