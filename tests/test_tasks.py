@@ -210,3 +210,27 @@ def test_sample_tasks_errors(kwargs, error, match):
     config, batch_size = args.pop("config"), args.pop("batch_size")
     with pytest.raises(error, match=match):
         sample_tasks(config, batch_size, **args)
+
+
+def test_kmeans_plusplus_picks_points_spread_over_groups():
+    from skformer.tasks import kmeans_plusplus
+
+    gen = torch.Generator().manual_seed(0)
+    groups = torch.tensor([[0.0, 0.0], [100.0, 0.0], [0.0, 100.0]])
+    x = (groups[torch.arange(90) % 3] + torch.rand(90, 2, generator=gen)).unsqueeze(0)
+    x = x.expand(5, -1, -1).contiguous()
+    c = kmeans_plusplus(x, 3, generator=torch.Generator().manual_seed(1))
+    assert c.shape == (5, 3, 2)
+    for task in range(5):
+        assert all(bool((x[task] == centre).all(-1).any()) for centre in c[task])
+        nearest = torch.cdist(c[task], groups).argmin(-1)
+        assert sorted(nearest.tolist()) == [0, 1, 2]  # one centre per group
+    again = kmeans_plusplus(x, 3, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(c, again)
+
+
+def test_kmeans_plusplus_errors():
+    from skformer.tasks import kmeans_plusplus
+
+    with pytest.raises(ValueError, match="n_clusters must be in"):
+        kmeans_plusplus(torch.rand(1, 3, 2), 4, generator=torch.Generator())

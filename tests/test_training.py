@@ -70,3 +70,72 @@ def test_fast_preset_beats_its_untrained_start():
 def test_config_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         TrainingConfig(4, 3, **kwargs)
+
+
+# -- the multi-step recipe ---------------------------------------------------------------
+
+MULTI = dict(steps=4, eval_every=2, n_val_tasks=8, n_points=32, batch_size=4,
+             schedule_search=3)
+
+
+def test_multistep_run_returns_its_best_checkpoint():
+    from skformer.training import validation_set
+    from skformer.training.loop import _streams
+    from skformer.training.validation import _validate
+
+    cfg = TrainingConfig.multistep(2, 3, **MULTI)
+    result = train(cfg)
+    scores = [row["val_score"] for row in result.history]
+    best = result.best
+    assert best["val_score"] == min(scores) and best["val_multistep"] is not None
+    assert result.best_val_relative == best["val_relative"]
+    # The returned weights are the best checkpoint's: re-validating gives its score.
+    gens = _streams(cfg.seed)
+    val = validation_set(cfg, gens["val"], gens["baseline"])
+    assert _validate(result.model, cfg, val)["val_score"] == pytest.approx(best["val_score"])
+
+
+def test_schedule_training_leaves_the_projections_alone():
+    cfg = TrainingConfig.multistep(2, 3, **MULTI)
+    trained = train(cfg).model
+    exact = init_model(cfg, torch.Generator())
+    for (name, p), q in zip(trained.layer.named_parameters(), exact.layer.parameters(),
+                            strict=True):
+        assert torch.equal(p, q), name
+    assert trained.log_temperature.requires_grad and trained.layer.points_to_centres.normalise
+
+
+def test_schedule_search_never_starts_worse_than_the_warm_start():
+    from skformer.training import search_schedule
+    from skformer.training.loop import _streams
+
+    scores = []
+    for n in (0, 8):
+        cfg = TrainingConfig.multistep(3, 4, **{**MULTI, "schedule_search": n})
+        model = init_model(cfg, torch.Generator()).eval()
+        scores.append(search_schedule(model, cfg, _streams(0), "cpu"))
+    assert scores[1] <= scores[0]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(objective="two-step"), "objective must be one of"),
+        (dict(trainable="some"), "trainable must be one of"),
+        (dict(trainable="schedule"), "needs schedule >= 1 and init='exact'"),
+        (dict(kmeanspp_share=1.5), r"kmeanspp_share must be in \[0, 1\]"),
+        (dict(families=("normal", "uniform")), "families must be among"),
+        (dict(init_temperature=(1.0, 2.0)), "init_temperature must be 3 positive"),
+        (dict(unroll=0), "unroll must be >= 1"),
+    ],
+)
+def test_multistep_config_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        TrainingConfig(4, 3, **kwargs)
+
+
+def test_config_round_trips_through_json():
+    import json
+
+    cfg = TrainingConfig.multistep(8, 5)
+    assert TrainingConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
