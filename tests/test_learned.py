@@ -77,3 +77,32 @@ def test_gradients_reach_all_twelve_projections():
 def test_errors(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+@pytest.mark.parametrize("alpha, beta", [(1e-3, 0.0), (50.0, -3.0), (1.0, 1e3)])
+def test_normalised_model_is_equivariant_to_units(alpha, beta):
+    """Scale-free assignment: an affine change of units of points and centres (one
+    positive scale) changes nothing but the units of the output (exact construction
+    weights, so no bias breaks the symmetry)."""
+    model = LearnedKMeansModel.from_exact(3, 4, scale=1.0, normalise=True, schedule=2,
+                                          temperature=(3.0, 10.0, 10.0)).double().eval()
+    x, c = _task(seed=2, d=3, k=4)
+    with torch.no_grad():
+        for step in (0, 1):
+            ref = model(x, c, step=step)
+            got = model(alpha * x + beta, alpha * c + beta, step=step)
+            torch.testing.assert_close(got, alpha * ref + beta, rtol=1e-9,
+                                       atol=1e-9 * max(alpha, abs(beta)))
+
+
+def test_schedule_rows_and_config():
+    model = LearnedKMeansModel.from_exact(2, 3, normalise=True, schedule=3,
+                                          temperature=(1.0, 2.0, 4.0))
+    assert model.log_temperature.shape == (3, 3)
+    assert model.temperature(0).tolist() == pytest.approx([1.0, 2.0, 4.0])
+    assert torch.equal(model.temperature(10), model.temperature(2))
+    assert LearnedKMeansModel(2, 3).temperature(0) is None
+    rebuilt = LearnedKMeansModel(**model.config)
+    assert rebuilt.config == model.config and rebuilt.schedule == 3
+    with pytest.raises(ValueError, match="schedule must be an int >= 0"):
+        LearnedKMeansModel(2, 3, schedule=-1)
