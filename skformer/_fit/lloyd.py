@@ -25,6 +25,7 @@ __all__ = [
     "LloydStats",
     "lloyd_partial",
     "lloyd_step",
+    "norms_partial",
     "run_lloyd",
     "same_clustering",
     "score_partial",
@@ -40,9 +41,14 @@ class LloydStats(NamedTuple):
     """Weighted sum of each cluster's points, shape (k, d), float64."""
     mass: torch.Tensor
     """Total weight of each cluster, shape (k,), float64."""
-    inertia: torch.Tensor
-    """Weighted sum of squared distances to the assigned centres (the step's input
-    centres), float64, differences summed literally."""
+
+    def inertia(self, c: torch.Tensor, x2: float) -> float:
+        """Weighted sum of squared distances of the points to centres ``c`` (k, d) under
+        this assignment: ``sum_i w_i |x_i|^2 - 2 sum_j c_j . S_j + sum_j m_j |c_j|^2``,
+        from the points' total ``x2 = sum_i w_i |x_i|^2`` (float64; the fit frame keeps
+        the terms of one size, so the cancellation costs about 1e-10 relative)."""
+        c64 = c.detach().double().cpu()
+        return float(x2 - 2.0 * (c64 * self.sums).sum() + (self.mass * c64.square().sum(-1)).sum())
 
 
 # Up to this many centres the distances are computed centres-major, (k, m): the
@@ -70,17 +76,14 @@ def lloyd_partial(block: Block, c: torch.Tensor, c_sq: torch.Tensor | None = Non
     c = c.to(block.x.device, block.x.dtype)
     k = c.shape[0]
     lab = _labels(block.x, c, None if c_sq is None else c_sq.to(c.device)).to(block.x.device)
-    sq = (block.x - c[lab]).double().square().sum(-1)
     x64 = block.x.double()
     if block.w is None:
         mass = torch.bincount(lab, minlength=k).double()
-        inertia = sq.sum()
     else:
         x64 = x64 * block.w.unsqueeze(-1)
         mass = torch.zeros(k, dtype=torch.float64, device=lab.device).index_add_(0, lab, block.w)
-        inertia = (sq * block.w).sum()
     sums = torch.zeros(k, c.shape[1], dtype=torch.float64, device=lab.device)
-    return LloydStats(sums.index_add_(0, lab, x64).cpu(), mass.cpu(), inertia.cpu())
+    return LloydStats(sums.index_add_(0, lab, x64).cpu(), mass.cpu())
 
 
 def _finish(c: torch.Tensor, stats: LloydStats) -> torch.Tensor:
@@ -103,8 +106,7 @@ def _dense_step(source: ArraySource, model: ExactLloydModel, c: torch.Tensor):
     mass = torch.zeros(k, dtype=torch.float64).index_add_(0, lab.cpu(), ws)
     sums = torch.zeros(k, c.shape[1], dtype=torch.float64).index_add_(
         0, lab.cpu(), x[0].double().cpu() * ws.unsqueeze(-1))
-    inertia = ((x[0] - c[lab]).double().square().sum(-1).cpu() * ws).sum()
-    return step.centres[0], LloydStats(sums, mass, inertia)
+    return step.centres[0], LloydStats(sums, mass)
 
 
 def lloyd_step(source: Source, c: torch.Tensor, model: ExactLloydModel | None = None):
@@ -130,13 +132,15 @@ class LloydRun(NamedTuple):
 
 
 def run_lloyd(source: Source, c: torch.Tensor, max_iter: int, tol: float, *,
-              model: ExactLloydModel | None = None, to_user=float) -> LloydRun:
+              model: ExactLloydModel | None = None, to_user=float,
+              x2: float | None = None) -> LloydRun:
     """Lloyd steps from ``c`` (k, d) with KMeans' stopping rules.
 
     Stops at strict convergence (the assignment did not change: its statistics are
     equal, and so are the centres), when the squared centre shift is within ``tol``, or
     after ``max_iter`` steps. ``to_user`` converts a squared shift to the user's units
-    for the log.
+    for the log; ``x2`` (the points' weighted sum of squared norms) lets a run that ends by
+    strict convergence report its inertia from the last step's statistics.
     """
     previous, inertia = None, None
     i = -1
@@ -148,13 +152,21 @@ def run_lloyd(source: Source, c: torch.Tensor, max_iter: int, tol: float, *,
         if previous is not None and torch.equal(stats.mass, previous.mass) \
                 and torch.equal(stats.sums, previous.sums):
             logger.info("Converged at iteration %d: strict convergence.", i)
-            inertia = float(stats.inertia)
+            if x2 is not None:
+                inertia = stats.inertia(c, x2)
             break
         if shift <= tol:
             logger.info("Converged at iteration %d: centre shift within tolerance.", i)
             break
         previous = stats
     return LloydRun(c, i + 1, inertia)
+
+
+@torch.no_grad()
+def norms_partial(block: Block) -> torch.Tensor:
+    """A block's weighted sum of squared norms (float64)."""
+    sq = block.x.double().square().sum(-1)
+    return (sq if block.w is None else sq * block.w).sum().cpu()
 
 
 @torch.no_grad()

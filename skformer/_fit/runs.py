@@ -27,7 +27,7 @@ from sklearn.utils.validation import _is_arraylike_not_scalar, check_array
 from ..nn.model import ExactLloydModel
 from .frame import Frame, ModelFrame
 from .learned import LearnedPhase, LearnedSetup, context_indices
-from .lloyd import run_lloyd, same_clustering, score_partial
+from .lloyd import norms_partial, run_lloyd, same_clustering, score_partial
 from .sources import ArraySource, Source, sum_parts
 
 __all__ = ["FitResult", "FitSpec", "INIT_SAMPLE", "fit"]
@@ -152,6 +152,14 @@ class _Fit:
         self.lo, self.hi = frame.apply(summary.lo), frame.apply(summary.hi)
         self.phase: LearnedPhase | None = None
         self.context: np.ndarray | None = None
+        self._x2: float | None = None
+
+    @property
+    def x2(self) -> float:
+        """The points' weighted sum of squared norms (fit frame), one pass, once."""
+        if self._x2 is None:
+            self._x2 = float(self.source.map_reduce(norms_partial, sum_parts))
+        return self._x2
 
     def to_user(self, squared: float) -> float:
         return self.frame.squared_to_user(squared)
@@ -205,7 +213,8 @@ class _Fit:
 
     def lloyd(self, c: torch.Tensor, kind: str = "lloyd", n_learned: int = 0) -> _Run:
         end = run_lloyd(self.source, c, self.spec.max_iter, self.tol,
-                        model=self.spec.exact, to_user=self.to_user)
+                        model=self.spec.exact, to_user=self.to_user,
+                        x2=self.x2 if self.compares else None)
         return _Run(end.centers, n_learned, end.n_iter, kind, end.inertia)
 
     def learned_run(self, c: torch.Tensor) -> _Run:
@@ -237,6 +246,11 @@ class _Fit:
             return False
         _, table = self.inertia(run.centers, best.centers)
         return not same_clustering(table, self.spec.n_clusters)
+
+    @property
+    def compares(self) -> bool:
+        """Whether runs will be compared (several starts, or several runs per start)."""
+        return self.spec.n_init > 1 or self.phase is not None
 
     def single_run(self, start: np.ndarray, seed: tuple[int, int], score: bool) -> _Run:
         spec = self.spec

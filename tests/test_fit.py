@@ -1,0 +1,98 @@
+"""The private fit layer: frame, sources, Lloyd partials and their merge, run comparison.
+
+Oracle first: a Lloyd step over any split of the rows equals the NumPy reference step;
+the inertia derived from a step's statistics equals the literal one. Then the frame's
+exactness and the sources' summary.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from skformer._fit.frame import Frame, ModelFrame
+from skformer._fit.lloyd import (
+    LloydStats,
+    lloyd_step,
+    norms_partial,
+    same_clustering,
+    score_partial,
+)
+from skformer._fit.sources import ArraySource, sum_parts
+from skformer.reference import lloyd_step as reference_step
+
+
+def source(X, w=None, block_rows=None, cache=True):
+    src = ArraySource(X, w, torch.device("cpu"), cache=cache, block_rows=block_rows)
+    summary = src.summary()
+    src.set_frame(Frame.of(summary.lo, summary.hi))
+    return src, summary
+
+
+@pytest.mark.parametrize("block_rows", [7, 64, 10_000])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_step_over_blocks_is_the_reference_step(global_random_seed, block_rows, weighted):
+    rng = np.random.default_rng(global_random_seed)
+    X = rng.normal(size=(300, 3)) * 5 + 100
+    w = rng.uniform(0.1, 2, 300) if weighted else None
+    src, _ = source(X, w, block_rows)
+    x_fit, _ = src.gather(None)
+    c0 = x_fit[:4].copy()
+    new, stats = lloyd_step(src, torch.from_numpy(c0))
+    ref, labels = reference_step(x_fit, c0, sample_weight=w)
+    np.testing.assert_allclose(new.numpy(), ref, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(stats.mass.numpy() > 0, np.bincount(labels, minlength=4) > 0)
+    # The inertia from the statistics is the literal one, for the step's input centres.
+    x2 = float(src.map_reduce(norms_partial, sum_parts))
+    literal, _ = src.map_reduce(score_partial, sum_parts, torch.from_numpy(c0), None)
+    assert stats.inertia(torch.from_numpy(c0), x2) == pytest.approx(float(literal), rel=1e-9)
+
+
+def test_cached_and_streamed_sources_agree():
+    X = np.random.default_rng(0).normal(size=(1000, 4)).astype(np.float32)
+    a, sa = source(X, block_rows=100, cache=True)
+    b, sb = source(X, block_rows=333, cache=False)
+    np.testing.assert_array_equal(sa.lo, sb.lo)
+    np.testing.assert_array_equal(sa.hi, sb.hi)
+    assert sa.variance == pytest.approx(np.var(X.astype(np.float64), axis=0).mean(), rel=1e-9)
+    assert sb.variance == pytest.approx(sa.variance, rel=1e-12)
+    np.testing.assert_array_equal(a.gather(np.arange(10))[0], b.gather(np.arange(10))[0])
+    c = torch.from_numpy(a.gather(np.arange(5))[0])
+    sta, stb = lloyd_step(a, c)[1], lloyd_step(b, c)[1]
+    torch.testing.assert_close(sta.sums, stb.sums, rtol=1e-12, atol=1e-9)
+    assert torch.equal(sta.mass, stb.mass)
+
+
+def test_frame_is_exact_and_recovers_the_units():
+    X = np.array([[1e8, -3.0], [1e8 + 8, 5.0], [1e8 + 2, 1.0]])
+    frame = Frame.of(X.min(0), X.max(0))
+    np.testing.assert_array_equal(frame.offset, [1e8 + 4, 1.0])
+    Xf = frame.apply(X)
+    assert np.abs(Xf).max() < 2 and np.abs(Xf).max() >= 1
+    np.testing.assert_array_equal(frame.to_user(Xf), X)  # a power of two: exact
+    assert frame.squared_to_user(frame.squared_from_user(3.0)) == 3.0
+
+
+def test_model_frame_maps_into_the_unit_box():
+    lo, hi = np.array([-1.0, 0.0]), np.array([1.0, 0.5])
+    mf = ModelFrame.of(lo, hi, padding=2, device="cpu")
+    z = mf.to_model(torch.tensor([[-1.0, 0.0], [1.0, 0.5]], dtype=torch.float64))
+    assert z.shape == (2, 4) and float(z.min()) == 0.0 and float(z.max()) == 1.0
+    torch.testing.assert_close(mf.to_fit(z, torch.float64),
+                               torch.tensor([[-1.0, 0.0], [1.0, 0.5]], dtype=torch.float64))
+    assert ModelFrame.of(np.array([-np.inf]), np.array([np.inf]), 0, "cpu") is None
+
+
+def test_same_clustering_from_a_contingency_table():
+    a = np.array([0, 0, 1, 2])
+    renamed = np.array([2, 2, 0, 1])
+    other = np.array([0, 1, 1, 2])
+    table = lambda u, v: torch.from_numpy(np.bincount(u * 3 + v, minlength=9))  # noqa: E731
+    assert same_clustering(table(a, renamed), 3)
+    assert not same_clustering(table(a, other), 3)
+
+
+def test_sum_parts_keeps_named_tuples():
+    parts = [LloydStats(torch.ones(2, 2), torch.ones(2)), LloydStats(torch.ones(2, 2),
+                                                                     torch.ones(2))]
+    merged = sum_parts(parts)
+    assert isinstance(merged, LloydStats) and float(merged.mass.sum()) == 4.0
