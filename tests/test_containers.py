@@ -8,7 +8,6 @@ the same number of steps. Sample weights, float32 and a forced empty cluster inc
 The dask fits run on a LocalCluster of two worker processes.
 """
 
-import warnings
 
 import numpy as np
 import pytest
@@ -18,20 +17,6 @@ from skformer import ExactLloydTransformer, TransformerKMeans
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
-
-
-@pytest.fixture(scope="module")
-def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, memory_limit="1GiB",
-            dashboard_address=None,
-        )
-        client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
 
 
 def containers(X, tmp_path):

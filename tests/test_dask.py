@@ -7,7 +7,6 @@ return for dask input (lazy arrays), the schedulers, the joblib backend, errors.
 Everything runs on one LocalCluster of two worker processes, as a user's cluster would.
 """
 
-import warnings
 
 import numpy as np
 import pytest
@@ -21,20 +20,6 @@ from sklearn.datasets import make_blobs  # noqa: E402
 from sklearn.model_selection import GridSearchCV  # noqa: E402
 
 from skformer import ExactLloydTransformer, TransformerKMeans  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def client():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # port choice, event-loop noise of a local cluster
-        cluster = distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, memory_limit="1GiB",
-            dashboard_address=None,
-        )
-        client = distributed.Client(cluster)
-    yield client
-    client.close()
-    cluster.close()
 
 
 def blobs(seed, n=2000, d=4, k=4, std=1.0, dtype=np.float64):
