@@ -12,7 +12,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._base import BaseTransformerKMeans
 from ._fit import FitResult, LearnedSetup
 from .nn.learned import LearnedKMeansModel
-from .store import find_model, load_model, read_model, shipped_dir, shipped_index
+from .store import (
+    ModelStoreError,
+    find_model,
+    load_model,
+    read_model,
+    shipped_dir,
+    shipped_index,
+)
 
 __all__ = ["TransformerKMeans"]
 
@@ -60,7 +67,14 @@ def _select_model(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
             load_model(d, k, embedding=embedding, loss=loss, pretrain=pretrain,
                        progress=progress)
             path = find_model(d, k, embedding=embedding, loss=loss)
-    model, metadata = _stored_model(str(path), path.stat().st_mtime_ns)
+    try:
+        model, metadata = _stored_model(str(path), path.stat().st_mtime_ns)
+    except ModelStoreError:
+        if not pretrain or path.parent == shipped_dir():
+            raise
+        # A broken cache file: load_model warns, pretrains it again and saves it.
+        load_model(d, k, embedding=embedding, loss=loss, pretrain=True, progress=progress)
+        model, metadata = _stored_model(str(path), path.stat().st_mtime_ns)
     entry = next((e for e in shipped_index() if e.get("file") == path.name
                   and path.parent == shipped_dir()), None)
     return model, width - d, metadata, entry

@@ -323,3 +323,24 @@ def test_killed_pretraining_leaves_no_partial_file(_cache, tmp_path, tiny_on_dem
     model = load_model(2, 3)  # recovers: trains and loads
     assert len(tiny_on_demand) == 1 and not model.training
     assert _same(_state(read_model(_cache / NAME).model), _state(model))
+
+
+def test_transformer_kmeans_retrains_a_broken_cache_file(_cache, good_file, tiny_on_demand):
+    """The estimator meets a broken cached model as load_model does: a warning, one new
+    training run, a fit."""
+    import numpy as np
+
+    from skformer import TransformerKMeans
+
+    _cache.mkdir()
+    path = _cache / NAME
+    broken = _faults(good_file)["truncated in the tensor data"]
+    path.write_bytes(broken)
+    X = np.random.default_rng(0).normal(size=(60, 2)) + np.repeat(np.eye(3, 2) * 8, 20, 0)
+    with pytest.raises(ModelStoreError):
+        TransformerKMeans(3, random_state=0, device="cpu", pretrain=False).fit(X)
+    assert tiny_on_demand == []
+    with pytest.warns(UserWarning, match="Pretraining it again"):
+        fit = TransformerKMeans(3, random_state=1, device="cpu").fit(X)
+    assert np.isfinite(fit.inertia_) and len(tiny_on_demand) == 1
+    assert path.read_bytes() != broken
