@@ -147,8 +147,8 @@ class TransformerKMeans(BaseTransformerKMeans):
         steps (which also stop when the assignment does not change).
     learned_starts : int, default=1
         Learned runs per initialisation: the first from the initial centres, the
-        others (a slower, better mode) from random points of the context. 0 runs
-        Lloyd's algorithm only: the fit is then KMeans'.
+        others (a slower, better mode) from further k-means++ centres drawn on the
+        context. 0 runs Lloyd's algorithm only: the fit is then KMeans'.
     finish : {"lloyd", "none"}, default="lloyd"
         ``"lloyd"``: after the learned steps, exact Lloyd steps run to a fixed point,
         and the plain Lloyd run from the same start competes. ``"none"``: the centres
@@ -166,7 +166,8 @@ class TransformerKMeans(BaseTransformerKMeans):
         bar while pretraining.
     random_state : int, RandomState instance or None, default=None
         Determines random number generation for centroid initialization, the context
-        sample and the further learned starts.
+        sample and the further learned starts (these two from copies, so the initial
+        centres are KMeans').
     device : str or torch.device, default="auto"
         Where the transformers run: ``"auto"`` (CUDA when available), ``"cpu"``,
         ``"cuda"``, ``"cuda:1"``.

@@ -56,8 +56,8 @@ class FitSpec:
     learned: LearnedSetup | None = None
     finish: str = "lloyd"
     learned_starts: int = 1
-    """Learned runs per start: the first from the start itself, the others from random
-    points of the context."""
+    """Learned runs per start: the first from the start itself, the others from k-means++
+    centres drawn on the context."""
 
 
 @dataclass
@@ -232,11 +232,11 @@ class _Fit:
         return run
 
     def extra_start(self, index: int, seed: tuple[int, int]) -> torch.Tensor:
-        """Random points of the context: the start of extra learned run ``index``."""
-        rng = np.random.default_rng([*seed, index])
-        rows = self.context
-        pick = rng.choice(rows.shape[0], self.spec.n_clusters, replace=False)
-        return torch.from_numpy(np.ascontiguousarray(rows[pick])).to(self.source.device)
+        """k-means++ centres drawn on the context rows from a stream of their own: the
+        start of extra learned run ``index``."""
+        state = np.random.RandomState(np.random.SeedSequence([*seed, index]).generate_state(1))
+        centres, _ = kmeans_plusplus(self.context, self.spec.n_clusters, random_state=state)
+        return torch.from_numpy(np.ascontiguousarray(centres)).to(self.source.device, self.dtype)
 
     def better(self, run: _Run, best: _Run | None) -> bool:
         """KMeans' rule: lower inertia, and not the same partition renamed."""
