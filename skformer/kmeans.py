@@ -12,14 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._base import BaseTransformerKMeans
 from ._fit import FitResult, LearnedSetup
 from .nn.learned import LearnedKMeansModel
-from .store import (
-    ModelStoreError,
-    find_model,
-    load_model,
-    read_model,
-    shipped_dir,
-    shipped_index,
-)
+from .store import ModelStoreError, find_model, load_model, locations, read_model
 
 __all__ = ["TransformerKMeans"]
 
@@ -54,7 +47,7 @@ def _select_model(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
     if path is None:
         wider = sorted(
             e["n_features"]
-            for e in shipped_index()
+            for e in locations.shipped_index()
             if e.get("n_clusters") == k and e.get("embedding") == embedding
             and e.get("loss") == loss and e.get("n_features", 0) > d
         )
@@ -70,13 +63,13 @@ def _select_model(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
     try:
         model, metadata = _stored_model(str(path), path.stat().st_mtime_ns)
     except ModelStoreError:
-        if not pretrain or path.parent == shipped_dir():
+        if not pretrain or path.parent == locations.shipped_dir():
             raise
         # A broken cache file: load_model warns, pretrains it again and saves it.
         load_model(d, k, embedding=embedding, loss=loss, pretrain=True, progress=progress)
         model, metadata = _stored_model(str(path), path.stat().st_mtime_ns)
-    entry = next((e for e in shipped_index() if e.get("file") == path.name
-                  and path.parent == shipped_dir()), None)
+    entry = next((e for e in locations.shipped_index() if e.get("file") == path.name
+                  and path.parent == locations.shipped_dir()), None)
     return model, width - d, metadata, entry
 
 

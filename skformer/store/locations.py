@@ -8,6 +8,7 @@ described by its ``index.json``) or in the user cache (``$SKFORMER_CACHE_DIR``, 
 
 from __future__ import annotations
 
+import functools
 import json
 import numbers
 import os
@@ -76,7 +77,8 @@ def shipped_index() -> list[dict]:
     """Entries of ``skformer/weights/index.json``; empty if nothing is shipped.
 
     Each entry has ``file``, ``n_features``, ``n_clusters``, ``embedding``, ``loss``,
-    ``val_relative`` and ``training`` (see :func:`index_entry`).
+    ``val_relative``, ``training`` (see :func:`index_entry`) and, for models measured on
+    held-out tasks, ``heldout``. The file is read once per modification.
 
     Examples
     --------
@@ -86,13 +88,18 @@ def shipped_index() -> list[dict]:
     path = shipped_dir() / "index.json"
     if not path.is_file():
         return []
+    return [dict(e) for e in _read_index(str(path), path.stat().st_mtime_ns)]
+
+
+@functools.lru_cache(maxsize=4)
+def _read_index(path: str, stamp: int) -> tuple[dict, ...]:
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
+        entries = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ModelStoreError(f"Cannot read the shipped index {path}: {exc}") from exc
     if not isinstance(entries, list):
         raise ModelStoreError(f"The shipped index {path} must hold a JSON list.")
-    return entries
+    return tuple(entries)
 
 
 def find_model(n_features: int, n_clusters: int, *, embedding: str = "binary",
