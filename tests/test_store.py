@@ -361,7 +361,7 @@ def test_concurrent_pretraining_leaves_one_valid_file(_cache, tiny_on_demand):
 def test_cli_pretrain_to_file(tmp_path, capsys):
     out = tmp_path / "m.safetensors"
     argv = ["pretrain", "--d", "2", "--k", "3", "--steps", "3", "--out", str(out),
-            "--no-progress"]
+            "--no-progress", "--preset", "fast"]
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert str(out) in text and "relative validation loss" in text
@@ -381,7 +381,17 @@ def test_cli_pretrain_grid_to_cache(_cache, capsys, monkeypatch):
 def _tiny_train(config, **kwargs):
     from skformer.training import train
 
-    return train(TrainingConfig.from_dict(config.to_dict() | TINY), **kwargs)
+    tiny = TINY | ({"schedule_search": 2} if config.schedule_search else {})
+    return train(TrainingConfig.from_dict(config.to_dict() | tiny), **kwargs)
+
+
+def test_cli_pretrain_multistep_reports_the_ten_step_figure(_cache, capsys, monkeypatch):
+    monkeypatch.setattr(pretraining, "train", _tiny_train)
+    assert main(["pretrain", "--d", "2", "--k", "3", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "after 10 steps" in text and "of Lloyd's cost" in text
+    stored = read_model(_cache / "d2_k3_binary_l2.safetensors")
+    assert stored.model.schedule == 10 and stored.metadata["training"]["val_multistep"] > 0
 
 
 @pytest.mark.parametrize(
