@@ -8,7 +8,7 @@ import torch
 
 from benchmarks.learning import main, paper
 from benchmarks.learning.heldout import evaluate_model, heldout_tasks
-from benchmarks.learning.report import check_targets, plot, table
+from benchmarks.learning.report import check_targets, plot, rst_table, table
 from benchmarks.learning.ship import evaluate_folder, heldout_index, train_grid
 from skformer.nn import LearnedKMeansModel
 from skformer.store import read_model, shipped_index, write_index
@@ -56,6 +56,7 @@ def test_lloyd_model_ties_lloyd():
     text = table(records)
     assert "d" in text.splitlines()[0] and len(text.splitlines()) == 5
     assert len(check_targets(records)) == 4
+    assert rst_table(records).count("   * - 2") == 1  # one row for the shape
 
 
 def test_ship_grid_index_and_cli(tmp_path, capsys):

@@ -125,3 +125,33 @@ def plot(records: list[dict], path: Path) -> Path | None:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def rst_table(records: list[dict]) -> str:
+    """The held-out figures of every shape as an RST list-table (the docs' table):
+    one-step loss, and per family the ratio after 20 steps, the headroom and the share
+    captured from random starts, and the ratio from k-means++ starts."""
+    def last(r):
+        return r["ratio"][max(r["ratio"], key=int)]
+
+    by_shape: dict[tuple, dict] = {}
+    for r in records:
+        by_shape.setdefault((r["d"], r["k"]), {})[(r["family"], r["start"])] = r
+    head = ["d", "k", "one-step (normal)",
+            "random: ratio / headroom / captured (normal)",
+            "random: ratio / headroom / captured (laplace)",
+            "k-means++: ratio (normal / laplace)"]
+    lines = [".. list-table::", "   :header-rows: 1", ""]
+    lines += [("   * - " if i == 0 else "     - ") + h for i, h in enumerate(head)]
+
+    def cell(r):
+        cap = "-" if r["captured"] is None else f"{r['captured']:.0%}"
+        return f"{last(r):.3f} / {r['headroom']:.0%} / {cap}"
+
+    for (d, k), rs in sorted(by_shape.items()):
+        nr, lr = rs[("normal", "random")], rs[("laplace", "random")]
+        nk, lk = rs[("normal", "k-means++")], rs[("laplace", "k-means++")]
+        row = [str(d), str(k), f"{nr['one_step']:.3f}", cell(nr), cell(lr),
+               f"{last(nk):.3f} / {last(lk):.3f}"]
+        lines += [("   * - " if i == 0 else "     - ") + v for i, v in enumerate(row)]
+    return "\n".join(lines) + "\n"
