@@ -102,11 +102,11 @@ def test_large_memmap_is_never_copied(tmp_path):
     """A memmap is read block by block: the fit's peak memory stays far below its size."""
     import tracemalloc
 
-    X = data(1, np.float32, n=1_000_000, d=8, k=4)  # 32 MB; blocks use a few MB
+    X = data(1, np.float32, n=2_000_000, d=8, k=4)  # 64 MB; a block's buffers, ~25 MB
     mm = containers(X, tmp_path)["memmap"]
     init = X[:4]
     tracemalloc.start()
     ExactLloydTransformer(4, init=init, max_iter=3).fit(mm)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert peak < 0.5 * X.nbytes
+    assert peak < 0.6 * X.nbytes

@@ -57,11 +57,18 @@ class LloydStats(NamedTuple):
 _CENTRES_MAJOR = 32
 
 
+# Largest (k, rows) block of distances computed at once.
+_DISTANCES = 2**22
+
+
 def _labels(x: torch.Tensor, c: torch.Tensor, c_sq: torch.Tensor | None = None) -> torch.Tensor:
     """Nearest centre of rows ``x`` (m, d) among ``c`` (k, d): argmin of
     ``|c|^2 - 2 x.c`` (one matrix product, as KMeans), lowest index on ties."""
     if c_sq is None:
         c_sq = c.square().sum(-1)
+    rows = max(1, _DISTANCES // c.shape[0])
+    if x.shape[0] > rows:  # many centres: the distances in slices of rows
+        return torch.cat([_labels(x[s : s + rows], c, c_sq) for s in range(0, x.shape[0], rows)])
     if c.shape[0] <= _CENTRES_MAJOR:
         dist = torch.addmm(c_sq.unsqueeze(1), c, x.T, alpha=-2.0)  # (k, m)
         return dist.min(0).indices  # the first index of the minimum
