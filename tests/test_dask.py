@@ -50,7 +50,9 @@ def test_transformer_kmeans_context_sample_with_weights(client, global_random_se
                   max_iter=4, device="cpu")
     ours = TransformerKMeans(3, **params).fit(chunked(X), sample_weight=w)
     ref = TransformerKMeans(3, **params).fit(X, sample_weight=w)
-    np.testing.assert_array_equal(ours.cluster_centers_, ref.cluster_centers_)
+    # The same context and steps; the frames' means differ by rounding (dask's blocks).
+    np.testing.assert_allclose(ours.cluster_centers_, ref.cluster_centers_, rtol=1e-12,
+                               atol=1e-12 * np.ptp(X))
 
 
 def test_large_data_init_on_a_seeded_sample(client):
@@ -149,7 +151,7 @@ def test_errors(client):
     with pytest.raises(ValueError, match="NaN or infinity"):
         ExactLloydTransformer(2).fit(da.from_array(np.array([[0.0], [np.nan], [1.0]])))
     with pytest.raises(ValueError, match="max_context=None"):
-        TransformerKMeans(2, max_context=None, device="cpu").fit(X)
+        TransformerKMeans(4, max_context=None, device="cpu").fit(X)  # a shape whose model runs
     with pytest.raises(ValueError, match="has 2 features, but ExactLloydTransformer is "
                                          "expecting 4 features"):
         ExactLloydTransformer(2).fit(X).predict(da.zeros((5, 2)))

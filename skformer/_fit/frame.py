@@ -29,12 +29,13 @@ class Frame:
     """``x -> (x - offset) * 2**-power``, in the data's dtype."""
 
     offset: np.ndarray
-    """Shape (d,), the data's dtype: the midpoint of each feature's range."""
+    """Shape (d,), the data's dtype: the mean of each feature."""
     power: int
 
     @classmethod
-    def of(cls, lo: np.ndarray, hi: np.ndarray) -> Frame:
-        """The frame of data whose per-feature extremes are ``lo`` and ``hi``.
+    def of(cls, lo: np.ndarray, hi: np.ndarray, mean: np.ndarray | None = None) -> Frame:
+        """The frame of data whose per-feature extremes are ``lo`` and ``hi`` and mean
+        ``mean`` (default: the midpoint of the range).
 
         Examples
         --------
@@ -45,7 +46,7 @@ class Frame:
         >>> frame.apply(np.array([[10.0, -4.0]]))
         array([[ 1.25, -1.  ]])
         """
-        offset = lo / 2 + hi / 2  # no overflow, exact up to one rounding
+        offset = lo / 2 + hi / 2 if mean is None else np.asarray(mean)
         with np.errstate(over="ignore", invalid="ignore"):
             top = float(np.max(np.maximum(np.abs(hi - offset), np.abs(lo - offset)),
                                initial=0.0))

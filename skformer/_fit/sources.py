@@ -75,6 +75,10 @@ class Summary:
     """Per-feature maximum, shape (d,), the data's dtype."""
     variance: float
     """Mean over features of the (unweighted) variance, float64 (KMeans' tolerance scale)."""
+    mean: np.ndarray
+    """Per-feature mean, shape (d,), the data's dtype: for a NumPy array (or memmap)
+    exactly ``X.mean(axis=0)``, which KMeans centres by; for a dask array the float64
+    mean of the blocks, rounded to the dtype."""
     finite: bool
     unit_weights: bool
     weight_low: float
@@ -128,11 +132,23 @@ def _combine_summaries(parts):
     return (n, lo, hi, mean, m2, finite, low, unit)
 
 
-def _summary(stats) -> Summary:
-    n, lo, hi, _, m2, finite, low, unit = stats
+def _summary(stats, mean: np.ndarray | None = None) -> Summary:
+    n, lo, hi, mean64, m2, finite, low, unit = stats
     with np.errstate(over="ignore", invalid="ignore"):
         variance = float(np.mean(m2 / n))
-    return Summary(n, lo, hi, variance, finite, unit, low)
+        if mean is None:
+            mean = mean64.astype(lo.dtype)
+    return Summary(n, lo, hi, variance, mean, finite, unit, low)
+
+
+def column_mean(X: np.ndarray) -> np.ndarray:
+    """``X.mean(axis=0)`` as KMeans computes it (the data's dtype); in float64 where that
+    overflows."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = X.mean(axis=0)
+        if not np.all(np.isfinite(mean)):
+            mean = X.mean(axis=0, dtype=np.float64).astype(X.dtype)
+    return mean
 
 
 class Source(ABC):
@@ -201,7 +217,8 @@ class ArraySource(Source):
     def summary(self) -> Summary:
         parts = [_block_summary(np.asarray(self.X[s]), None if self.w is None else self.w[s])
                  for s in self._slices()]
-        return _summary(_merge_tree(parts, _combine_summaries))
+        stats = _merge_tree(parts, _combine_summaries)
+        return _summary(stats, column_mean(self.X) if stats[5] else None)
 
     def set_frame(self, frame: Frame) -> None:
         super().set_frame(frame)
