@@ -13,6 +13,8 @@ new centres are computed once, in the data's dtype.
 from __future__ import annotations
 
 import logging
+import threading
+from contextlib import contextmanager
 from typing import NamedTuple
 
 import torch
@@ -61,6 +63,37 @@ _CENTRES_MAJOR = 32
 _DISTANCES = 2**22
 
 
+# A thread's reusable buffer for the distances while a run of Lloyd steps is under
+# way (see :func:`_scratch_scope`). Allocating a fresh buffer of tens of MiB per block
+# makes glibc's heap grow by fragmentation: the peak memory of a fit at n=1e6, k=100
+# went from 1.4x to 3.4x the data's size over ten steps.
+_scratch = threading.local()
+
+
+@contextmanager
+def _scratch_scope():
+    """Within this block, the calling thread reuses one distance buffer; freed on exit."""
+    outer = getattr(_scratch, "buffer", None)
+    _scratch.buffer = outer if outer is not None else {}
+    try:
+        yield
+    finally:
+        if outer is None:
+            _scratch.buffer = None
+
+
+def _distance_buffer(rows: int, k: int, like: torch.Tensor) -> torch.Tensor | None:
+    """A (rows, k) buffer from the thread's scope (None outside a scope)."""
+    cache = getattr(_scratch, "buffer", None)
+    if cache is None:
+        return None
+    key = (like.dtype, like.device)
+    flat = cache.get(key)
+    if flat is None or flat.numel() < rows * k:
+        flat = cache[key] = torch.empty(rows * k, dtype=like.dtype, device=like.device)
+    return flat[: rows * k].view(rows, k)
+
+
 def _labels(x: torch.Tensor, c: torch.Tensor, c_sq: torch.Tensor | None = None) -> torch.Tensor:
     """Nearest centre of rows ``x`` (m, d) among ``c`` (k, d): argmin of
     ``|c|^2 - 2 x.c`` (one matrix product, as KMeans), lowest index on ties."""
@@ -69,10 +102,16 @@ def _labels(x: torch.Tensor, c: torch.Tensor, c_sq: torch.Tensor | None = None) 
     rows = max(1, _DISTANCES // c.shape[0])
     if x.shape[0] > rows:  # many centres: the distances in slices of rows
         return torch.cat([_labels(x[s : s + rows], c, c_sq) for s in range(0, x.shape[0], rows)])
-    if c.shape[0] <= _CENTRES_MAJOR:
-        dist = torch.addmm(c_sq.unsqueeze(1), c, x.T, alpha=-2.0)  # (k, m)
+    m, k = x.shape[0], c.shape[0]
+    if k <= _CENTRES_MAJOR:
+        out = _distance_buffer(k, m, x)
+        dist = (torch.addmm(c_sq.unsqueeze(1), c, x.T, alpha=-2.0) if out is None else
+                torch.addmm(c_sq.unsqueeze(1), c, x.T, alpha=-2.0, out=out))  # (k, m)
         return dist.min(0).indices  # the first index of the minimum
-    return _argmin_last(torch.addmm(c_sq.unsqueeze(0), x, c.T, alpha=-2.0))
+    out = _distance_buffer(m, k, x)
+    dist = (torch.addmm(c_sq.unsqueeze(0), x, c.T, alpha=-2.0) if out is None else
+            torch.addmm(c_sq.unsqueeze(0), x, c.T, alpha=-2.0, out=out))
+    return _argmin_last(dist)
 
 
 @torch.no_grad()
@@ -151,21 +190,22 @@ def run_lloyd(source: Source, c: torch.Tensor, max_iter: int, tol: float, *,
     """
     previous, inertia = None, None
     i = -1
-    for i in range(max_iter):
-        new, stats = lloyd_step(source, c, model)
-        shift = float((new.double() - c.double()).square().sum())
-        c = new
-        logger.info("Iteration %d, centre shift %.6g.", i, to_user(shift))
-        if previous is not None and torch.equal(stats.mass, previous.mass) \
-                and torch.equal(stats.sums, previous.sums):
-            logger.info("Converged at iteration %d: strict convergence.", i)
-            if x2 is not None:
-                inertia = stats.inertia(c, x2)
-            break
-        if shift <= tol:
-            logger.info("Converged at iteration %d: centre shift within tolerance.", i)
-            break
-        previous = stats
+    with _scratch_scope():
+        for i in range(max_iter):
+            new, stats = lloyd_step(source, c, model)
+            shift = float((new.double() - c.double()).square().sum())
+            c = new
+            logger.info("Iteration %d, centre shift %.6g.", i, to_user(shift))
+            if previous is not None and torch.equal(stats.mass, previous.mass) \
+                    and torch.equal(stats.sums, previous.sums):
+                logger.info("Converged at iteration %d: strict convergence.", i)
+                if x2 is not None:
+                    inertia = stats.inertia(c, x2)
+                break
+            if shift <= tol:
+                logger.info("Converged at iteration %d: centre shift within tolerance.", i)
+                break
+            previous = stats
     return LloydRun(c, i + 1, inertia)
 
 
