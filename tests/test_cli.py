@@ -23,7 +23,7 @@ def test_demo_prints_a_comparison(capsys):
     assert main(["demo", "--dataset", "wine", "--embedding", "onehot"]) == 0
     out = capsys.readouterr().out
     assert "ExactLloydTransformer(onehot)" in out and "KMeans(lloyd)" in out
-    assert "TransformerKMeans(onehot)" in out and "learned steps, then" in out
+    assert "TransformerKMeans(onehot, learned_starts=1)" in out and "learned run" in out
     assert "inertia ratio TransformerKMeans(onehot) / KMeans" in out
 
 

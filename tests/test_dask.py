@@ -47,7 +47,7 @@ def test_transformer_kmeans_context_sample_with_weights(client, global_random_se
     X = blobs(global_random_seed, n=1500, d=2, k=3, std=1.5)
     w = np.random.default_rng(global_random_seed).uniform(0.5, 2, X.shape[0])
     params = dict(init=start(X, 3, global_random_seed), max_context=64, finish="none",
-                  max_iter=4, device="cpu")
+                  learned_starts=1, max_iter=4, device="cpu")
     ours = TransformerKMeans(3, **params).fit(chunked(X), sample_weight=w)
     ref = TransformerKMeans(3, **params).fit(X, sample_weight=w)
     # The same context and steps; the frames' means differ by rounding (dask's blocks).
@@ -100,7 +100,8 @@ def test_any_scheduler(client):
     """One graph per pass, computed by the active scheduler: the same fit without the
     cluster (threads, or the synchronous scheduler)."""
     X = blobs(3)
-    params = dict(init=start(X, 4, 3), device="cpu", max_iter=3, finish="none")
+    params = dict(init=start(X, 4, 3), device="cpu", max_iter=3, finish="none",
+                  learned_starts=1)
     ref = TransformerKMeans(4, **params).fit(chunked(X))
     for scheduler in ("threads", "synchronous"):
         with dask.config.set(scheduler=scheduler):
@@ -110,10 +111,10 @@ def test_any_scheduler(client):
 
 def test_float32_is_kept(client):
     X = blobs(1, dtype=np.float32)
-    est = TransformerKMeans(4, random_state=0, device="cpu").fit(chunked(X))
+    est = TransformerKMeans(4, random_state=0, learned_starts=1, device="cpu").fit(chunked(X))
     assert est.cluster_centers_.dtype == np.float32
     assert est.transform(chunked(X)).dtype == np.float32
-    ref = TransformerKMeans(4, random_state=0, device="cpu").fit(X)
+    ref = TransformerKMeans(4, random_state=0, learned_starts=1, device="cpu").fit(X)
     np.testing.assert_array_equal(est.labels_.compute(), ref.labels_)
 
 
@@ -151,7 +152,8 @@ def test_errors(client):
     with pytest.raises(ValueError, match="NaN or infinity"):
         ExactLloydTransformer(2).fit(da.from_array(np.array([[0.0], [np.nan], [1.0]])))
     with pytest.raises(ValueError, match="max_context=None"):
-        TransformerKMeans(4, max_context=None, device="cpu").fit(X)  # a shape whose model runs
+        # a shape whose model runs
+        TransformerKMeans(4, max_context=None, learned_starts=1, device="cpu").fit(X)
     with pytest.raises(ValueError, match="has 2 features, but ExactLloydTransformer is "
                                          "expecting 4 features"):
         ExactLloydTransformer(2).fit(X).predict(da.zeros((5, 2)))

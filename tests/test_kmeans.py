@@ -34,7 +34,8 @@ def blobs(seed, n=300, d=4, k=3, std=1.5):
 
 
 def est(**params):
-    return TransformerKMeans(device="cpu", **params)
+    """The learned mode (``learned_starts=1``) unless the test says otherwise."""
+    return TransformerKMeans(**{"device": "cpu", "learned_starts": 1, **params})
 
 
 # -- oracle --------------------------------------------------------------------------
@@ -95,9 +96,11 @@ def test_never_worse_than_kmeans_with_the_same_starts(global_random_seed, init, 
         assert ours.n_learned_steps_ == 0 and ours.n_iter_ == ours.n_lloyd_steps_
 
 
-def test_no_learned_starts_is_kmeans(global_random_seed):
+def test_the_default_fast_mode_is_kmeans(global_random_seed):
+    """Default ``learned_starts=0``: KMeans' run, by the exact transformer."""
     X, _ = blobs(global_random_seed, n=400, d=6, k=5, std=3.0)
-    ours = est(n_clusters=5, learned_starts=0, random_state=global_random_seed).fit(X)
+    ours = TransformerKMeans(n_clusters=5, random_state=global_random_seed, device="cpu").fit(X)
+    assert ours.learned_starts == 0
     km = KMeans(5, random_state=global_random_seed).fit(X)
     np.testing.assert_allclose(ours.cluster_centers_, km.cluster_centers_, atol=1e-9)
     np.testing.assert_array_equal(ours.labels_, km.labels_)
@@ -233,7 +236,7 @@ def test_pickle_is_small_and_holds_no_model():
 
 def test_device_auto_is_cpu_without_cuda():
     X, _ = blobs(5)
-    fit = TransformerKMeans(n_clusters=3, random_state=0).fit(X)  # device="auto"
+    fit = TransformerKMeans(n_clusters=3, random_state=0, learned_starts=1).fit(X)  # "auto"
     same = est(n_clusters=3, random_state=0).fit(X)
     np.testing.assert_array_equal(fit.cluster_centers_, same.cluster_centers_)
 

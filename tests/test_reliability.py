@@ -190,7 +190,7 @@ def exact(k, init):
 
 def learned(k, init, finish):
     return TransformerKMeans(n_clusters=k, init=init, device="cpu", finish=finish,
-                             pretrain=False)
+                             learned_starts=1, pretrain=False)
 
 
 def make(kind, k, init):

@@ -338,9 +338,10 @@ def test_transformer_kmeans_retrains_a_broken_cache_file(_cache, good_file, tiny
     path.write_bytes(broken)
     X = np.random.default_rng(0).normal(size=(60, 2)) + np.repeat(np.eye(3, 2) * 8, 20, 0)
     with pytest.raises(ModelStoreError):
-        TransformerKMeans(3, random_state=0, device="cpu", pretrain=False).fit(X)
+        TransformerKMeans(3, random_state=0, device="cpu", pretrain=False,
+                          learned_starts=1).fit(X)
     assert tiny_on_demand == []
     with pytest.warns(UserWarning, match="Pretraining it again"):
-        fit = TransformerKMeans(3, random_state=1, device="cpu").fit(X)
+        fit = TransformerKMeans(3, random_state=1, device="cpu", learned_starts=1).fit(X)
     assert np.isfinite(fit.inertia_) and len(tiny_on_demand) == 1
     assert path.read_bytes() != broken

@@ -107,7 +107,7 @@ def test_cli_writes_json_and_plot(tmp_path, capsys):
 def test_cli_reports_a_missing_model(capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("SKFORMER_CACHE_DIR", str(tmp_path))  # an empty cache: k=7 not stored
     assert main(["bench", "kmeans", "--datasets", "blobs-iso", "--n", "50", "--d", "3",
-                 "--k", "7", "--seeds", "1"]) == 2
+                 "--k", "7", "--seeds", "1", "--learned-starts", "1"]) == 2
     assert "skformer pretrain" in capsys.readouterr().err
 
 

@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="random_state 0 .. SEEDS-1 of both estimators (default: 5)")
     parser.add_argument("--n-init", type=_n_init, default=1,
                         help="n_init of both estimators (default: 1)")
-    parser.add_argument("--learned-starts", type=int, default=1,
-                        help="TransformerKMeans' learned_starts (default: 1)")
+    parser.add_argument("--learned-starts", type=int, default=0,
+                        help="TransformerKMeans' learned_starts (default: 0, as the estimator)")
     parser.add_argument("--device", choices=DEVICES, default="cpu",
                         help="TransformerKMeans' device (default: cpu)")
     parser.add_argument("--no-table", action="store_true",

@@ -64,7 +64,7 @@ class Record:
     kmeans_n_iter: int
     ours_n_learned_steps: int
     ours_n_lloyd_steps: int
-    learned_starts: int = 1
+    learned_starts: int = 0
     ours_selected: str = "lloyd"
     """Which run of TransformerKMeans' best start gave its result."""
 
@@ -131,7 +131,7 @@ def _timed_fit(estimator, X) -> float:
 
 
 def compare(dataset: Dataset, seeds: Sequence[int], *, n_init=1, device: str = "cpu",
-            warmup: bool = True, learned_starts: int = 1) -> list[Record]:
+            warmup: bool = True, learned_starts: int = 0) -> list[Record]:
     """Fit KMeans and TransformerKMeans on ``dataset`` once per seed; one record each.
 
     KMeans goes first for even positions in ``seeds``, TransformerKMeans for odd ones.
@@ -190,7 +190,8 @@ def context_experiment(n: int = 20_000, d: int = 32, k: int = 10, *,
                        contexts: Sequence[int | None] = CONTEXTS,
                        finishes: Sequence[str] = FINISHES, cluster_std: float | None = None,
                        data_seed: int = 0, device: str = "cpu") -> list[ContextRecord]:
-    """TransformerKMeans on one ``blobs-iso`` set for every ``max_context`` and ``finish``.
+    """TransformerKMeans (learned mode) on one ``blobs-iso`` set for every ``max_context``
+    and ``finish``.
 
     Each inertia is divided by that of the ``max_context=None`` fit (keys: all points)
     with the same seed and finish; ``None`` is always run. One untimed fit warms up.
@@ -202,7 +203,8 @@ def context_experiment(n: int = 20_000, d: int = 32, k: int = 10, *,
 
     def fit(seed, max_context, finish):
         est = TransformerKMeans(k, n_init=1, random_state=seed, device=device,
-                                max_context=max_context, finish=finish, pretrain=False)
+                                max_context=max_context, finish=finish, learned_starts=1,
+                                pretrain=False)
         return est, _timed_fit(est, X)
 
     fit(seeds[0], contexts[0], finishes[0])
