@@ -13,6 +13,7 @@ new centres are computed once, in the data's dtype.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from contextlib import contextmanager
 from typing import NamedTuple
@@ -63,35 +64,37 @@ _CENTRES_MAJOR = 32
 _DISTANCES = 2**22
 
 
-# A thread's reusable buffer for the distances while a run of Lloyd steps is under
-# way (see :func:`_scratch_scope`). Allocating a fresh buffer of tens of MiB per block
-# makes glibc's heap grow by fragmentation: the peak memory of a fit at n=1e6, k=100
-# went from 1.4x to 3.4x the data's size over ten steps.
+# A thread's reusable buffers (distances, a block in float64, the minimum's outputs) while
+# a run of Lloyd steps is under way (see :func:`_scratch_scope`). Allocating fresh
+# buffers of megabytes per block makes glibc's heap grow by fragmentation: the peak
+# memory of a fit at n=1e6, d=32, k=100 went from 1.4x to 3.4x the data's size over ten
+# steps.
 _scratch = threading.local()
 
 
 @contextmanager
 def _scratch_scope():
-    """Within this block, the calling thread reuses one distance buffer; freed on exit."""
-    outer = getattr(_scratch, "buffer", None)
-    _scratch.buffer = outer if outer is not None else {}
+    """Within this block the calling thread reuses its buffers; they are freed on exit."""
+    outer = getattr(_scratch, "buffers", None)
+    _scratch.buffers = outer if outer is not None else {}
     try:
         yield
     finally:
         if outer is None:
-            _scratch.buffer = None
+            _scratch.buffers = None
 
 
-def _distance_buffer(rows: int, k: int, like: torch.Tensor) -> torch.Tensor | None:
-    """A (rows, k) buffer from the thread's scope (None outside a scope)."""
-    cache = getattr(_scratch, "buffer", None)
+def _buffer(name: str, shape: tuple[int, ...], dtype: torch.dtype,
+            device: torch.device) -> torch.Tensor | None:
+    """An uninitialised tensor of ``shape`` from the thread's scope (None outside one)."""
+    cache = getattr(_scratch, "buffers", None)
     if cache is None:
         return None
-    key = (like.dtype, like.device)
+    key, size = (name, dtype, device), math.prod(shape)
     flat = cache.get(key)
-    if flat is None or flat.numel() < rows * k:
-        flat = cache[key] = torch.empty(rows * k, dtype=like.dtype, device=like.device)
-    return flat[: rows * k].view(rows, k)
+    if flat is None or flat.numel() < size:
+        flat = cache[key] = torch.empty(size, dtype=dtype, device=device)
+    return flat[:size].view(shape)
 
 
 def _labels(x: torch.Tensor, c: torch.Tensor, c_sq: torch.Tensor | None = None) -> torch.Tensor:
@@ -104,14 +107,26 @@ def _labels(x: torch.Tensor, c: torch.Tensor, c_sq: torch.Tensor | None = None) 
         return torch.cat([_labels(x[s : s + rows], c, c_sq) for s in range(0, x.shape[0], rows)])
     m, k = x.shape[0], c.shape[0]
     if k <= _CENTRES_MAJOR:
-        out = _distance_buffer(k, m, x)
+        out = _buffer("distances", (k, m), x.dtype, x.device)
         dist = (torch.addmm(c_sq.unsqueeze(1), c, x.T, alpha=-2.0) if out is None else
                 torch.addmm(c_sq.unsqueeze(1), c, x.T, alpha=-2.0, out=out))  # (k, m)
-        return dist.min(0).indices  # the first index of the minimum
-    out = _distance_buffer(m, k, x)
+        values = _buffer("minimum", (m,), x.dtype, x.device)
+        if values is None:
+            return dist.min(0).indices  # the first index of the minimum
+        return torch.min(dist, 0, out=(values, torch.empty(m, dtype=torch.long,
+                                                           device=x.device))).indices
+    out = _buffer("distances", (m, k), x.dtype, x.device)
     dist = (torch.addmm(c_sq.unsqueeze(0), x, c.T, alpha=-2.0) if out is None else
             torch.addmm(c_sq.unsqueeze(0), x, c.T, alpha=-2.0, out=out))
     return _argmin_last(dist)
+
+
+def _as_float64(x: torch.Tensor) -> torch.Tensor:
+    """``x`` in float64 (itself if it is; else a copy into a scratch buffer)."""
+    if x.dtype == torch.float64:
+        return x
+    out = _buffer("float64", tuple(x.shape), torch.float64, x.device)
+    return x.double() if out is None else out.copy_(x)
 
 
 @torch.no_grad()
@@ -122,7 +137,7 @@ def lloyd_partial(block: Block, c: torch.Tensor, c_sq: torch.Tensor | None = Non
     c = c.to(block.x.device, block.x.dtype)
     k = c.shape[0]
     lab = _labels(block.x, c, None if c_sq is None else c_sq.to(c.device)).to(block.x.device)
-    x64 = block.x.double()
+    x64 = _as_float64(block.x)
     if block.w is None:
         mass = torch.bincount(lab, minlength=k).double()
     else:
