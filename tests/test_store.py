@@ -403,3 +403,13 @@ def test_cli_pretrain_bad_arguments_exit_2(argv):
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
+
+
+def test_on_demand_steps_shrink_with_the_shape_cost():
+    from skformer.store.pretraining import ON_DEMAND, on_demand_config, on_demand_steps
+
+    assert on_demand_steps(64, 16) == ON_DEMAND["steps"]  # the widest full-budget shape
+    assert on_demand_steps(128, 20) == 41 < on_demand_steps(100, 20) < ON_DEMAND["steps"]
+    assert on_demand_steps(4096, 64) == 25  # never below the floor
+    assert on_demand_steps(64, 16, "onehot") < on_demand_steps(64, 16)  # OH is wider
+    assert on_demand_config(128, 20).steps == 41

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import warnings
 from collections.abc import Iterator
@@ -27,8 +28,32 @@ __all__ = ["load_model", "pretrain"]
 
 PRESETS = ("multistep", "fast", "paper")
 
-# The on-demand budget: schedule candidates, Adam steps, validation tasks.
-ON_DEMAND = {"schedule_search": 24, "steps": 100, "n_val_tasks": 64}
+# The on-demand budget: schedule candidates, Adam steps, validation tasks. Measured on
+# a quiet 2-core CPU (2 torch threads): 19 s at d=4, k=5; 39 s at d=32, k=10; 57 s at
+# d=64, k=16. A step costs about in proportion to the token width times k, so wider
+# shapes train fewer steps (:func:`on_demand_steps`).
+ON_DEMAND = {"schedule_search": 64, "steps": 100, "n_val_tasks": 64}
+# Token width times k up to which the full number of steps runs (d=64, k=16: 68 * 16).
+_ON_DEMAND_WIDTH_K = 1100
+_ON_DEMAND_MIN_STEPS = 25
+
+
+def on_demand_steps(n_features: int, n_clusters: int, embedding: str = "binary") -> int:
+    """Adam steps of on-demand pretraining at a shape: :data:`ON_DEMAND`'s up to a token
+    width times ``k`` of 1100, proportionally fewer beyond (at least 25), so that the run
+    stays near a minute.
+
+    Examples
+    --------
+    >>> on_demand_steps(8, 5), on_demand_steps(128, 20)
+    (100, 41)
+    """
+    code = n_clusters if embedding == "onehot" else max(1, math.ceil(math.log2(n_clusters)))
+    cost = (n_features + code) * n_clusters
+    steps = ON_DEMAND["steps"]
+    if cost <= _ON_DEMAND_WIDTH_K:
+        return steps
+    return max(_ON_DEMAND_MIN_STEPS, steps * _ON_DEMAND_WIDTH_K // cost)
 
 logger = logging.getLogger("skformer")
 
@@ -169,15 +194,17 @@ def _multistep_config(n_features: int, n_clusters: int, embedding: str, loss: st
 def on_demand_config(n_features: int, n_clusters: int, embedding: str = "binary",
                      loss: str = "l2") -> TrainingConfig:
     """The training run of on-demand pretraining: the ``"multistep"`` preset on the
-    :data:`ON_DEMAND` budget (fewer schedule candidates, steps and validation tasks than
-    the shipped models).
+    :data:`ON_DEMAND` budget: as many searched schedules as the shipped models, fewer
+    Adam steps and validation tasks, and fewer steps still for wide shapes
+    (:func:`on_demand_steps`).
 
     Examples
     --------
     >>> on_demand_config(8, 5).steps
     100
     """
-    return _multistep_config(n_features, n_clusters, embedding, loss, **ON_DEMAND)
+    budget = {**ON_DEMAND, "steps": on_demand_steps(n_features, n_clusters, embedding)}
+    return _multistep_config(n_features, n_clusters, embedding, loss, **budget)
 
 
 _on_demand_config = on_demand_config
