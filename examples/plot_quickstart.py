@@ -21,7 +21,7 @@ from skformer import TransformerKMeans
 
 X, y = make_blobs(n_samples=1500, centers=5, cluster_std=1.6, random_state=3)
 
-est = TransformerKMeans(n_clusters=5, random_state=0)
+est = TransformerKMeans(n_clusters=5, random_state=0, learned_starts=1)  # the learned mode
 labels = est.fit_predict(X)
 
 print(f"inertia        {est.inertia_:.2f}")
@@ -38,7 +38,8 @@ print("new points ->", est.predict([[0.0, 0.0], [5.0, -5.0]]))
 start, _ = kmeans_plusplus(X - X.mean(0), 5, random_state=np.random.RandomState(0))
 paths = [start + X.mean(0)]
 for steps in range(1, 6):
-    fit = TransformerKMeans(5, random_state=0, finish="none", max_iter=steps, tol=0).fit(X)
+    fit = TransformerKMeans(5, random_state=0, finish="none", learned_starts=1,
+                            max_iter=steps, tol=0).fit(X)
     paths.append(fit.cluster_centers_)
 paths = np.stack(paths)  # (steps + 1, k, d)
 

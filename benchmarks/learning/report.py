@@ -107,7 +107,8 @@ def plot(records: list[dict], path: Path) -> Path | None:
     for ax, family in zip(axes[len(shapes):], families, strict=True):
         grid = np.full((len(ds), len(ks)), np.nan)
         for r in records:
-            if r["family"] == family and r["start"] == "random" and r["captured"] is not None:
+            if (r["family"] == family and r["start"] == "random" and r["captured"] is not None
+                    and r["headroom"] >= 0.02):  # a share of almost no room says nothing
                 grid[ds.index(r["d"]), ks.index(r["k"])] = r["captured"]
         im = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", origin="lower")
         for i in range(len(ds)):
@@ -119,7 +120,8 @@ def plot(records: list[dict], path: Path) -> Path | None:
         ax.set_yticks(range(len(ds)), ds)
         ax.set_xlabel("k")
         ax.set_ylabel("d")
-        ax.set_title(f"share of headroom captured\n({family}, random starts)")
+        ax.set_title(f"share of headroom captured\n({family}, random starts; blank: "
+                     "headroom < 2%)", fontsize=9)
     fig.colorbar(im, ax=axes[-1], fraction=0.046)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -144,8 +146,8 @@ def rst_table(records: list[dict]) -> str:
     lines = [".. list-table::", "   :header-rows: 1", ""]
     lines += [("   * - " if i == 0 else "     - ") + h for i, h in enumerate(head)]
 
-    def cell(r):
-        cap = "-" if r["captured"] is None else f"{r['captured']:.0%}"
+    def cell(r):  # a share of less than 2 % of room says nothing: not shown
+        cap = "-" if r["captured"] is None or r["headroom"] < 0.02 else f"{r['captured']:.0%}"
         return f"{last(r):.3f} / {r['headroom']:.0%} / {cap}"
 
     for (d, k), rs in sorted(by_shape.items()):
