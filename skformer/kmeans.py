@@ -108,14 +108,15 @@ class TransformerKMeans(BaseTransformerKMeans):
     and ``random_state`` as KMeans, the inertia is never above KMeans', and lower where
     the learned steps find a better clustering.
 
-    The model is tied to the shape ``(n_features, n_clusters)``: a model shipped with
-    the package or cached is used; for a narrower ``n_features`` than a shipped model
-    of the same ``n_clusters``, the data are padded with zero features; otherwise a
-    model is pretrained on demand (about a minute on a CPU, once; see
-    :func:`skformer.pretrain`). A model not expected to gain at least 0.5 % over Lloyd's
-    algorithm from the fit's kind of start (measured on held-out tasks when it was
-    shipped; for instance ``n_clusters=2``, where Lloyd's algorithm already finds the
-    best clustering) is not run: the fit is then KMeans' (``learned_used_`` says which).
+    The learned model is tied to the shape ``(n_features, n_clusters)``: a model shipped
+    with the package or cached is used; for a narrower ``n_features`` than a shipped
+    model of the same ``n_clusters``, the data are padded with zero features; otherwise
+    a model is pretrained on demand (under a minute on a CPU up to 64 features and 16
+    clusters, once; see :func:`skformer.pretrain`). A model not expected to gain at
+    least 0.5 % over Lloyd's algorithm from the fit's kind of start (measured on
+    held-out tasks when it was shipped; for instance ``n_clusters=2``, where Lloyd's
+    algorithm already finds the best clustering) is not run: the fit is then KMeans'
+    (``learned_used_`` says which).
 
     Parameters
     ----------

@@ -28,6 +28,8 @@ __all__ = ["load_model", "pretrain"]
 
 PRESETS = ("multistep", "fast", "paper")
 
+logger = logging.getLogger("skformer")
+
 # The on-demand budget: schedule candidates, Adam steps, validation tasks. Measured on
 # a quiet 2-core CPU (2 torch threads): 19 s at d=4, k=5; 39 s at d=32, k=10; 57 s at
 # d=64, k=16. A step costs about in proportion to the token width times k, so wider
@@ -54,8 +56,6 @@ def on_demand_steps(n_features: int, n_clusters: int, embedding: str = "binary")
     if cost <= _ON_DEMAND_WIDTH_K:
         return steps
     return max(_ON_DEMAND_MIN_STEPS, steps * _ON_DEMAND_WIDTH_K // cost)
-
-logger = logging.getLogger("skformer")
 
 
 @contextlib.contextmanager
