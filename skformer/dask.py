@@ -85,31 +85,6 @@ def _check_array(estimator, X, *, reset: bool):
 
 
 def _check_weight(sample_weight, X, *, ensure_non_negative: bool):
-    """Sample weights as a lazy array with X's row blocks, the weight check to compute
-    with the data (``(w.min(), all ones)``), or ``(None, None)`` for unit weights."""
-    dask, da = _import_dask()
-    if sample_weight is None:
-        return None, None
-    if isinstance(sample_weight, da.Array):
-        if sample_weight.ndim != 1:
-            raise ValueError("Sample weights must be 1D array or scalar")
-        if sample_weight.shape != (X.shape[0],):
-            raise ValueError(
-                f"sample_weight.shape == {sample_weight.shape}, expected {(X.shape[0],)}!"
-            )
-        w = sample_weight.astype(X.dtype).rechunk((X.chunks[0],))
-        return w, (w.min(), (w == 1).all())
-    if isinstance(sample_weight, Real) and sample_weight == 1:
-        return None, None
-    w = _check_sample_weight(
-        sample_weight, X, dtype=X.dtype, ensure_non_negative=ensure_non_negative
-    )
-    if np.all(w == 1):
-        return None, None
-    return da.from_array(w, chunks=(X.chunks[0],)), None
-
-
-def _check_weight(sample_weight, X, *, ensure_non_negative: bool):
     """Sample weights as a lazy array with X's row blocks (their sign and whether all
     are 1 are checked in the fit's first pass), or None for unit weights."""
     _, da = _import_dask()
