@@ -1,4 +1,4 @@
-"""TransformerKMeans: k-means clustering by the learned transformer, as KMeans does it."""
+"""TransformerKMeans: KMeans by the exact transformer (fast mode), with learned runs on request."""
 
 from __future__ import annotations
 

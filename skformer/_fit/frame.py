@@ -2,12 +2,11 @@
 
 Dimension legend: ``n`` samples, ``d`` features, ``k`` clusters.
 
-:class:`Frame` (every fit): the data translated by the midpoint of their per-feature
-range and scaled by a power of two. A translation and one global scale preserve the
-k-means problem; a power of two rescales every float exactly, so squared distances
-neither overflow nor underflow whatever the data's units, and the midpoint of the range
-is computed exactly the same way from any container (no sum whose rounding depends on
-how the data are split into blocks).
+:class:`Frame` (every fit): the data translated by their per-feature mean (the one
+KMeans centres by, so k-means++ draws KMeans' centres) and scaled by a power of two. A
+translation and one global scale preserve the k-means problem; a power of two rescales
+every float exactly, so squared distances neither overflow nor underflow whatever the
+data's units. (Without a mean, :meth:`Frame.of` takes the midpoint of the range.)
 
 :class:`ModelFrame` (learned steps): the fit frame mapped into the box the learned
 model was trained in, ``[0, 1]^d`` up to one global scale (the largest range), with

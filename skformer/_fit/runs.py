@@ -55,7 +55,7 @@ class FitSpec:
     """The exact model when its literal (dense) path is asked for; None: fused steps."""
     learned: LearnedSetup | None = None
     finish: str = "lloyd"
-    learned_starts: int = 1
+    learned_starts: int = 0
     """Learned runs per start: the first from the start itself, the others from k-means++
     centres drawn on the context."""
 
