@@ -32,12 +32,9 @@ def init_model(config: TrainingConfig, generator: torch.Generator) -> LearnedKMe
     )
     with torch.random.fork_rng(devices=[]):  # module construction must not advance it
         if config.init == "exact":
-            width = config.n_features + index_width(config.embedding, config.n_clusters)
-            scale = config.warm_start_scale()
-            # Multipliers of gamma * scale**2 / sqrt(e) giving the effective temperatures.
-            factor = math.sqrt(width) / (config.gamma * scale**2)
+            factor = _temperature_factor(config)
             return LearnedKMeansModel.from_exact(
-                config.n_features, config.n_clusters, scale=scale,
+                config.n_features, config.n_clusters, scale=config.warm_start_scale(),
                 temperature=tuple(t * factor for t in config.init_temperature), **kwargs
             )
         model = LearnedKMeansModel(config.n_features, config.n_clusters, **kwargs)
