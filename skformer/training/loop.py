@@ -203,7 +203,6 @@ def train(
     if search:
         bar.set_postfix_str("schedule search")
         search_schedule(model, config, gens, device, on_candidate=lambda: bar.update(1))
-        best_state = copy.deepcopy(model.state_dict())
     if not history:
         validate(math.nan)
     model.train()
