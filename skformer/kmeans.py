@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from functools import lru_cache
 from numbers import Integral
@@ -299,7 +300,11 @@ class TransformerKMeans(BaseTransformerKMeans):
                         "(cost ratio %.4f on held-out tasks): learned steps skipped.",
                         n_features + padding, self.n_clusters, ratio)
             return None
-        model = model.to(device=device, dtype=torch.float32)
+        weight = next(model.parameters())
+        if weight.device != device or weight.dtype != torch.float32:
+            # The stored model is shared by every fit of the process (``_stored_model``):
+            # move a copy, never the shared one.
+            model = copy.deepcopy(model).to(device=device, dtype=torch.float32)
         return LearnedSetup(model, padding, self.max_context)
 
     def _fit_spec(self, n_features: int, device: torch.device, random_state) -> dict:
