@@ -77,11 +77,14 @@ class BaseTransformerKMeans(
         "tol": [Interval(Real, 0, None, closed="left")],
         "verbose": ["verbose"],
         "random_state": ["random_state"],
+        "copy_x": ["boolean"],
+        "algorithm": [StrOptions({"lloyd", "elkan"})],
         "device": [str, torch.device],
     }
 
     def __init__(
-        self, n_clusters, *, init, n_init, max_iter, tol, verbose, random_state, device
+        self, n_clusters, *, init, n_init, max_iter, tol, verbose, random_state, copy_x,
+        algorithm, device
     ):
         self.n_clusters = n_clusters
         self.init = init
@@ -90,6 +93,8 @@ class BaseTransformerKMeans(
         self.tol = tol
         self.verbose = verbose
         self.random_state = random_state
+        self.copy_x = copy_x
+        self.algorithm = algorithm
         self.device = device
 
     # -- what subclasses provide ------------------------------------------------------
@@ -102,6 +107,12 @@ class BaseTransformerKMeans(
     # -- fitting ----------------------------------------------------------------------
 
     def _check_params_vs_input(self, X, default_n_init: int = 10) -> None:
+        if self.algorithm == "elkan":
+            raise ValueError(
+                f"algorithm='elkan' is not supported by {self.__class__.__name__}: its "
+                "transformer layers are Lloyd iterations. Use algorithm='lloyd' (KMeans' "
+                "default), which converges to the same clustering as 'elkan'."
+            )
         if X.shape[0] < self.n_clusters:
             raise ValueError(
                 f"n_samples={X.shape[0]} should be >= n_clusters={self.n_clusters}."

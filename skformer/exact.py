@@ -56,6 +56,16 @@ class ExactLloydTransformer(BaseTransformerKMeans):
         Log progress to the ``"skformer"`` logger (shown on stderr).
     random_state : int, RandomState instance or None, default=None
         Determines random number generation for centroid initialization.
+    copy_x : bool, default=True
+        Accepted for compatibility with :class:`~sklearn.cluster.KMeans`, where False
+        centres X in place. skformer never modifies X, whatever the value: the fit
+        works on its own centred copy of an in-memory array (a ``numpy.memmap`` or a
+        dask array is read block by block and never copied), and the result does not
+        depend on ``copy_x``.
+    algorithm : {"lloyd"}, default="lloyd"
+        K-means algorithm to use, as in :class:`~sklearn.cluster.KMeans`. Only
+        ``"lloyd"``: the transformer's layers are Lloyd iterations. ``"elkan"`` (which
+        converges to the same clustering in KMeans) is refused with a ``ValueError``.
     device : str or torch.device, default="cpu"
         Where the transformer runs: ``"cpu"``, ``"cuda"``, ``"cuda:1"``, or
         ``"auto"`` (CUDA when available).
@@ -126,6 +136,8 @@ class ExactLloydTransformer(BaseTransformerKMeans):
         tol=1e-4,
         verbose=0,
         random_state=None,
+        copy_x=True,
+        algorithm="lloyd",
         device="cpu",
         path="fused",
     ):
@@ -137,6 +149,8 @@ class ExactLloydTransformer(BaseTransformerKMeans):
             tol=tol,
             verbose=verbose,
             random_state=random_state,
+            copy_x=copy_x,
+            algorithm=algorithm,
             device=device,
         )
         self.embedding = embedding

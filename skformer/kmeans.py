@@ -171,6 +171,16 @@ class TransformerKMeans(BaseTransformerKMeans):
         Determines random number generation for centroid initialization, the context
         sample and the further learned starts (these two from copies, so the initial
         centres are KMeans').
+    copy_x : bool, default=True
+        Accepted for compatibility with :class:`~sklearn.cluster.KMeans`, where False
+        centres X in place. skformer never modifies X, whatever the value: the fit
+        works on its own centred copy of an in-memory array (a ``numpy.memmap`` or a
+        dask array is read block by block and never copied), and the result does not
+        depend on ``copy_x``.
+    algorithm : {"lloyd"}, default="lloyd"
+        K-means algorithm to use, as in :class:`~sklearn.cluster.KMeans`. Only
+        ``"lloyd"``: the transformer's layers are Lloyd iterations. ``"elkan"`` (which
+        converges to the same clustering in KMeans) is refused with a ``ValueError``.
     device : str or torch.device, default="auto"
         Where the transformers run: ``"auto"`` (CUDA when available), ``"cpu"``,
         ``"cuda"``, ``"cuda:1"``.
@@ -260,6 +270,8 @@ class TransformerKMeans(BaseTransformerKMeans):
         pretrain=True,
         verbose=0,
         random_state=None,
+        copy_x=True,
+        algorithm="lloyd",
         device="auto",
     ):
         super().__init__(
@@ -270,6 +282,8 @@ class TransformerKMeans(BaseTransformerKMeans):
             tol=tol,
             verbose=verbose,
             random_state=random_state,
+            copy_x=copy_x,
+            algorithm=algorithm,
             device=device,
         )
         self.embedding = embedding
