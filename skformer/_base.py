@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.base import (
     BaseEstimator,
@@ -97,6 +98,11 @@ class BaseTransformerKMeans(
         self.algorithm = algorithm
         self.device = device
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # CSR, as KMeans
+        return tags
+
     # -- what subclasses provide ------------------------------------------------------
 
     @abstractmethod
@@ -147,8 +153,9 @@ class BaseTransformerKMeans(
         """``(X, weights or None)`` validated as KMeans validates them; a memmap stays
         a memmap (read block by block, never copied)."""
         memmap = isinstance(X, np.memmap)
-        X = validate_data(self, X, dtype=[np.float64, np.float32], order="C",
-                          copy=False)
+        X = validate_data(self, X, accept_sparse="csr", dtype=[np.float64, np.float32],
+                          order="C", copy=False)
+        X = _canonical(X)
         if memmap and not isinstance(X, np.memmap):
             X = X.view(np.memmap) if X.base is not None else X
         sample_weight = _check_sample_weight(
@@ -163,11 +170,11 @@ class BaseTransformerKMeans(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training instances: an array (a ``numpy.memmap`` is read block by block,
-            never copied) or a ``dask.array.Array`` (fitted block by block on the
-            active dask scheduler). Sparse matrices are refused (convert with
-            ``.toarray()``).
+            never copied), a sparse matrix or array (CSR; other formats are converted
+            to CSR; never densified) or a ``dask.array.Array`` (fitted block by block
+            on the active dask scheduler).
         y : Ignored
             Not used, present here for API consistency by convention.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -225,14 +232,16 @@ class BaseTransformerKMeans(
     # -- using the fitted centres ----------------------------------------------------
 
     def _check_test_data(self, X):
-        return validate_data(self, X, reset=False, dtype=[np.float64, np.float32], order="C")
+        X = validate_data(self, X, accept_sparse="csr", reset=False,
+                          dtype=[np.float64, np.float32], order="C")
+        return _canonical(X)
 
     def fit_predict(self, X, y=None, sample_weight=None):
         """Compute the clustering and return the cluster index of each sample.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : Ignored
         sample_weight : array-like of shape (n_samples,), default=None
 
@@ -248,7 +257,7 @@ class BaseTransformerKMeans(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -268,7 +277,7 @@ class BaseTransformerKMeans(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : Ignored
         sample_weight : array-like of shape (n_samples,), default=None
 
@@ -285,7 +294,7 @@ class BaseTransformerKMeans(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
 
         Returns
         -------
@@ -307,7 +316,7 @@ class BaseTransformerKMeans(
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
         y : Ignored
         sample_weight : array-like of shape (n_samples,), default=None
 
@@ -323,6 +332,15 @@ class BaseTransformerKMeans(
         X = self._check_test_data(X)
         sample_weight = _check_sample_weight(sample_weight, X, dtype=X.dtype)
         return -labels_inertia(X, self.cluster_centers_, sample_weight)[1]
+
+
+def _canonical(X):
+    """A CSR ``X`` with sorted indices and no duplicate entries (a copy only when ``X``
+    is not already so: the user's matrix is never modified); other ``X`` unchanged."""
+    if sp.issparse(X) and not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
 
 
 @contextmanager

@@ -102,7 +102,7 @@ class ExactLloydTransformer(BaseTransformerKMeans):
     ``[x_i; b_{a(i)}]`` and ``[mean of cluster j; b_j]`` with
     ``a(i) = argmin_j ||x_i - c_j||^2``. ``predict``, ``transform`` and ``score`` use
     the fitted centres directly (nearest centre, distances, ``-inertia``), row by
-    row. Sparse input is refused.
+    row (sparse CSR input: chunk by chunk, never densified).
 
     Examples
     --------

@@ -414,12 +414,17 @@ ERRORS = [
     case("n-samples", "n_samples=5 should be >= n_clusters=8.", X=_X(n=5), n_clusters=8),
     case("complex", "Complex data not supported", X=_X() + 1j, n_clusters=3),
     case("strings", "could not convert string to float", X=np.array([["a", "b"]] * 3)),
+    case("sparse-nan", "Input X contains NaN", X=sp.csr_matrix(_with(np.nan))),
     case(
-        "sparse",
-        "Sparse data was passed for X, but dense data is required",
-        X=sp.csr_matrix(_X()),
-        error=TypeError,
-        n_clusters=3,
+        "elkan",
+        "algorithm='elkan' is not supported by ExactLloydTransformer: its transformer "
+        "layers are Lloyd iterations. Use algorithm='lloyd'",
+        algorithm="elkan",
+    ),
+    case(
+        "algorithm",
+        "The 'algorithm' parameter of ExactLloydTransformer must be a str among",
+        algorithm="auto",
     ),
     case(
         "init-rows",

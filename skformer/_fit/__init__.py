@@ -2,8 +2,9 @@
 estimators).
 
 - :mod:`.sources`: an in-memory array, a memmap read in blocks, a dask array, behind
-  one interface (summary pass, rows by index, map/reduce over blocks);
-- :mod:`.frame`: the fit frame (midpoint translation, power-of-two scale) and the
+  one interface (summary pass, rows by index, map/reduce over blocks); :mod:`.sparse`
+  a CSR matrix, with its per-block kernels; :mod:`.containers` picks the source;
+- :mod:`.frame`: the fit frame (mean translation, power-of-two scale) and the
   learned model's frame;
 - :mod:`.lloyd`: Lloyd's step as per-block partial, merge, finish; scoring;
 - :mod:`.learned`: the learned steps on the context sample;
@@ -11,9 +12,10 @@ estimators).
 """
 
 from .assign import labels_inertia
+from .containers import as_source
 from .learned import LearnedSetup
 from .runs import INIT_SAMPLE, FitResult, FitSpec, fit
-from .sources import Source, as_source, dask_labels, is_dask
+from .sources import Source, dask_labels, is_dask
 
 __all__ = [
     "INIT_SAMPLE",

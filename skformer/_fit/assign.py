@@ -1,17 +1,89 @@
 """Nearest fitted centre, row by row: the arithmetic of ``labels_``, ``predict``,
-``transform`` and ``score`` (user frame, float64)."""
+``transform`` and ``score`` (user frame, float64), for dense and sparse (CSR) rows.
+
+Dimension legend: ``m`` rows of a chunk, ``k`` clusters, ``d`` features.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
 from ..nn.model import nearest_centre
 
-__all__ = ["labels_inertia"]
+__all__ = [
+    "csr_rows",
+    "labels_inertia",
+    "sparse_nearest",
+    "sparse_row_slices",
+    "sparse_squared_distances",
+]
 
 # Rows per chunk: the float64 temporaries stay a few MiB whatever the data size.
 _ROWS = 2**11
+# Largest (rows, k) block of sparse-dense products computed at once.
+_PRODUCTS = 2**20
+
+
+def csr_rows(x, rows: slice) -> sp.csr_matrix:
+    """Rows ``rows`` (a slice with step 1) of CSR ``x`` as a ``csr_matrix`` sharing
+    ``x``'s stored values and column indices (no copy)."""
+    start, stop, _ = rows.indices(x.shape[0])
+    stop = max(start, stop)
+    lo, hi = x.indptr[start], x.indptr[stop]
+    return sp.csr_matrix((x.data[lo:hi], x.indices[lo:hi], x.indptr[start : stop + 1] - lo),
+                         shape=(stop - start, x.shape[1]), copy=False)
+
+
+def sparse_row_slices(x: sp.csr_matrix, values: int = 2**20) -> list[slice]:
+    """Consecutive row slices of CSR ``x`` holding about ``values`` stored values each
+    (at least 256 rows, at most ``values // 64``: the dense per-row temporaries stay
+    small too)."""
+    n = x.shape[0]
+    per_row = max(1.0, x.nnz / max(1, n))
+    rows = int(min(max(256, values / per_row), max(256, values // 64)))
+    return [slice(s, s + rows) for s in range(0, n, rows)]
+
+
+def sparse_nearest(x: sp.csr_matrix, c: np.ndarray, c_sq: np.ndarray) -> np.ndarray:
+    """Nearest centre (lowest index on ties) of CSR rows ``x`` (m, d) among dense ``c``
+    (k, d) with squared norms ``c_sq`` (k,): the argmin of ``|c|^2 - 2 x.c``, each
+    product summed over the row's stored values in order, in the common dtype of ``x``
+    and ``c`` (KMeans' sparse arithmetic). Returns int64 labels (m,).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> c = np.array([[0.0, 0.0], [0.0, 4.0]])
+    >>> sparse_nearest(sp.csr_matrix([[0.0, 3.0], [1.0, 0.0]]), c, (c * c).sum(1))
+    array([1, 0])
+    """
+    m, k = x.shape[0], c.shape[0]
+    ct = np.ascontiguousarray(c.T)
+    rows = max(1, _PRODUCTS // max(1, k))
+    out = np.empty(m, dtype=np.int64)
+    for s in range(0, m, rows):
+        dist = np.asarray(csr_rows(x, slice(s, s + rows)) @ ct)  # (rows, k)
+        dist *= -2
+        dist += c_sq
+        out[s : s + rows] = dist.argmin(axis=1)
+    return out
+
+
+def sparse_squared_distances(x: sp.csr_matrix, c: np.ndarray, labels: np.ndarray,
+                             c_sq: np.ndarray) -> np.ndarray:
+    """Squared distance (float64) of each CSR row ``x`` (m, d) to its centre
+    ``c[labels]``: ``|c|^2 + sum over stored j of (x_j - c_j)^2 - c_j^2``, clipped at 0
+    (the differences of the stored values summed literally, as KMeans does)."""
+    counts = np.diff(x.indptr)
+    owner = np.repeat(labels, counts)
+    cj = c[owner, x.indices].astype(np.float64, copy=False)
+    terms = np.square(x.data.astype(np.float64) - cj) - np.square(cj)
+    # Per-row sums of the stored terms (rows without stored values get 0).
+    per_row = np.bincount(np.repeat(np.arange(x.shape[0]), counts), weights=terms,
+                          minlength=x.shape[0])
+    return np.maximum(per_row + c_sq[labels], 0.0)
 
 
 def _assign_chunk(
@@ -47,6 +119,8 @@ def labels_inertia(
     >>> labels_inertia(np.array([[0.0], [3.0]]), np.array([[1.0], [4.0]]))
     (array([0, 1], dtype=int32), 2.0)
     """
+    if sp.issparse(X):
+        return _sparse_labels_inertia(X, centers, sample_weight)
     # Both sides translated by the centres' mean: nearest centres and differences are
     # unchanged, and |c|^2 - 2 x.c does not cancel for data far from the origin.
     shift = np.asarray(centers, dtype=np.float64).mean(axis=0)
@@ -60,4 +134,19 @@ def labels_inertia(
         lab, part = _assign_chunk(x, c, w)
         labels[s : s + _ROWS] = lab.numpy()
         inertia += float(part)
+    return labels, inertia
+
+
+def _sparse_labels_inertia(X, centers, sample_weight):
+    """:func:`labels_inertia` of CSR rows: products in float64, chunk by chunk (no
+    translation, which would densify the rows)."""
+    c = np.asarray(centers, dtype=np.float64)
+    c_sq = np.einsum("ij,ij->i", c, c)
+    labels = sparse_nearest(X, c, c_sq).astype(np.int32)
+    inertia = 0.0
+    for rows in sparse_row_slices(X):
+        sq = sparse_squared_distances(csr_rows(X, rows), c, labels[rows], c_sq)
+        if sample_weight is not None:
+            sq = sq * np.asarray(sample_weight[rows], dtype=np.float64)
+        inertia += float(sq.sum())
     return labels, inertia

@@ -18,10 +18,12 @@ import threading
 from contextlib import contextmanager
 from typing import NamedTuple
 
+import scipy.sparse as sp
 import torch
 
 from ..nn.model import ExactLloydModel, _argmin_last
 from .sources import ArraySource, Block, Source, sum_parts
+from .sparse import sparse_lloyd_sums, sparse_norms, sparse_score
 
 __all__ = [
     "LloydRun",
@@ -134,6 +136,9 @@ def lloyd_partial(block: Block, c: torch.Tensor, c_sq: torch.Tensor | None = Non
                   ) -> LloydStats:
     """A block's contribution to the step from centres ``c`` (k, d) (``c_sq``: their
     squared norms, if already computed)."""
+    if sp.issparse(block.x):
+        _, sums, mass = sparse_lloyd_sums(block, c)
+        return LloydStats(sums, mass)
     c = c.to(block.x.device, block.x.dtype)
     k = c.shape[0]
     lab = _labels(block.x, c, None if c_sq is None else c_sq.to(c.device)).to(block.x.device)
@@ -155,9 +160,12 @@ def _finish(c: torch.Tensor, stats: LloydStats) -> torch.Tensor:
 
 
 @torch.no_grad()
-def _dense_step(source: ArraySource, model: ExactLloydModel, c: torch.Tensor):
-    """The literal attention layer over all the points (``path="dense"``)."""
+def _dense_step(source: Source, model: ExactLloydModel, c: torch.Tensor):
+    """The literal attention layer over all the points (``path="dense"``; sparse rows are
+    densified: this path is for small data, its attention costs ``n**2``)."""
     x, w = source.gather(None)
+    if sp.issparse(x):
+        x = x.toarray()
     x = torch.from_numpy(x).to(c.device).unsqueeze(0)
     wt = None if w is None else torch.from_numpy(w).to(c.device, c.dtype).unsqueeze(0)
     step = model(x, c.unsqueeze(0), wt)
@@ -173,8 +181,9 @@ def _dense_step(source: ArraySource, model: ExactLloydModel, c: torch.Tensor):
 def lloyd_step(source: Source, c: torch.Tensor, model: ExactLloydModel | None = None):
     """One step from centres ``c`` (k, d): new centres and the assignment's statistics."""
     if model is not None and model.path == "dense":
-        if not isinstance(source, ArraySource):
-            raise ValueError("path='dense' needs a NumPy array (or memmap), not a dask array.")
+        if not source.in_memory and not isinstance(source, ArraySource):
+            raise ValueError("path='dense' needs a NumPy array (or memmap) or a sparse "
+                             "matrix, not a dask array; use path='fused'.")
         return _dense_step(source, model, c)
     c_cpu = c.cpu()
     stats = source.map_reduce(lloyd_partial, sum_parts, c_cpu, c_cpu.square().sum(-1))
@@ -227,6 +236,8 @@ def run_lloyd(source: Source, c: torch.Tensor, max_iter: int, tol: float, *,
 @torch.no_grad()
 def norms_partial(block: Block) -> torch.Tensor:
     """A block's weighted sum of squared norms (float64)."""
+    if sp.issparse(block.x):
+        return sparse_norms(block)
     sq = block.x.double().square().sum(-1)
     return (sq if block.w is None else sq * block.w).sum().cpu()
 
@@ -236,6 +247,8 @@ def score_partial(block: Block, c: torch.Tensor, other: torch.Tensor | None):
     """A block's weighted sum of squared distances to the nearest of centres ``c``
     (float64, differences summed literally) and, if ``other`` centres are given, the
     contingency table (k * k,) of the two nearest-centre assignments."""
+    if sp.issparse(block.x):
+        return sparse_score(block, c, other)
     c = c.to(block.x.device, block.x.dtype)
     lab = _labels(block.x, c).to(block.x.device)
     sq = (block.x - c[lab]).double().square().sum(-1)

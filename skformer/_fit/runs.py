@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from joblib import Parallel, delayed
 from sklearn.cluster import kmeans_plusplus
@@ -28,7 +29,7 @@ from ..nn.model import ExactLloydModel
 from .frame import Frame, ModelFrame
 from .learned import LearnedPhase, LearnedSetup, context_indices
 from .lloyd import norms_partial, run_lloyd, same_clustering, score_partial
-from .sources import ArraySource, Source, sum_parts
+from .sources import Source, sum_parts
 
 __all__ = ["FitResult", "FitSpec", "INIT_SAMPLE", "fit"]
 
@@ -107,6 +108,8 @@ def _init_centroids(X, n_clusters, init, random_state, sample_weight):
         seeds = random_state.choice(X.shape[0], size=n_clusters, replace=False,
                                     p=sample_weight / sample_weight.sum())
         centers = X[seeds]
+        if sp.issparse(centers):
+            centers = centers.toarray()
     elif callable(init):
         centers = init(X, n_clusters, random_state=random_state)
         centers = check_array(centers, dtype=X.dtype, copy=False, order="C")
@@ -122,10 +125,16 @@ def _init_centroids(X, n_clusters, init, random_state, sample_weight):
 
 
 def _rescaled_callable(init: Callable, power: int) -> Callable:
-    """A callable ``init`` sees the data centred in the user's units, as in KMeans."""
+    """A callable ``init`` sees the data in the user's units (dense: centred), as in
+    KMeans."""
 
     def scaled_init(X, n_clusters, random_state):
-        centers = init(np.ldexp(X, power), n_clusters, random_state=random_state)
+        if sp.issparse(X):
+            X = X.copy()
+            X.data = np.ldexp(X.data, power)
+        else:
+            X = np.ldexp(X, power)
+        centers = init(X, n_clusters, random_state=random_state)
         return np.ldexp(np.asarray(centers, dtype=X.dtype), -power)
 
     return scaled_init
@@ -168,8 +177,7 @@ class _Fit:
         setup = self.spec.learned
         if setup is None or self.spec.n_clusters == 1:
             return
-        if setup.max_context is None and not (
-                isinstance(self.source, ArraySource) and self.source.cache):
+        if setup.max_context is None and not self.source.in_memory:
             raise ValueError(
                 "max_context=None (every point in the learned steps' context) needs "
                 "in-memory data; set an integer max_context for dask arrays and memmaps.")
@@ -179,6 +187,8 @@ class _Fit:
             return
         idx = context_indices(self.source.n_samples, setup.max_context, random_state)
         rows, w = self.source.gather(idx)
+        if sp.issparse(rows):  # at most max_context rows, of a width the model takes
+            rows = rows.toarray()
         self.context = rows
         self.phase = LearnedPhase(setup, rows, w, mframe)
 
@@ -192,8 +202,7 @@ class _Fit:
             init = _rescaled_callable(init, frame.power)
         rows = weights = None
         if not _is_arraylike_not_scalar(init):
-            cached = isinstance(source, ArraySource) and source.cache
-            idx = None if cached else _sample_indices(
+            idx = None if source.in_memory else _sample_indices(
                 source.n_samples, max(INIT_SAMPLE, 20 * spec.n_clusters), random_state)
             rows, weights = source.gather(idx)
             if weights is None:
@@ -291,7 +300,7 @@ def fit(source: Source, spec: FitSpec) -> FitResult:
             if state.phase is not None and spec.learned_starts > 1 else 0)
     starts = state.starts(random_state)
     score = spec.n_init > 1
-    parallel = isinstance(source, ArraySource) and spec.n_init > 1
+    parallel = source.in_memory and spec.n_init > 1
     if parallel:  # sequential by default, parallel under the user's parallel_config
         runs = Parallel(prefer="threads")(
             delayed(state.single_run)(start, (seed, 2 + i), score)

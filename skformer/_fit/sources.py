@@ -11,9 +11,10 @@ A fit reads its data through three verbs, whatever the container:
   by a fixed tree (the same sums in the same order every time).
 
 Blocks are handed to the per-block function in the fit frame (see
-:class:`~skformer._fit.frame.Frame`) as torch tensors of the data's dtype, with the
-weights as float64 (or None when all are 1). :func:`as_source` is the only function
-that asks what kind of container it was given.
+:class:`~skformer._fit.frame.Frame`) as torch tensors of the data's dtype (a sparse
+source: CSR matrices, :mod:`.sparse`), with the weights as float64 (or None when all
+are 1). :func:`~skformer._fit.containers.as_source` is the only function that asks what
+kind of container it was given.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ __all__ = [
     "DaskSource",
     "Source",
     "Summary",
-    "as_source",
     "dask_labels",
     "is_dask",
 ]
@@ -59,7 +59,8 @@ class Block(NamedTuple):
     """A block of rows in the fit frame."""
 
     x: torch.Tensor
-    """Rows, shape (m, d), the data's dtype, on the fit's device."""
+    """Rows, shape (m, d), the data's dtype, on the fit's device (a sparse source: a
+    ``scipy.sparse.csr_matrix``, on the CPU)."""
     w: torch.Tensor | None
     """Their weights, shape (m,), float64; None when every weight is 1."""
 
@@ -159,6 +160,9 @@ class Source(ABC):
     dtype: np.dtype
     device: torch.device
     frame: Frame | None = None
+    in_memory: bool = False
+    """Whether :meth:`gather` of all rows is cheap (the data are held in memory): the
+    initialisation then runs on every row, as KMeans'."""
 
     @abstractmethod
     def summary(self) -> Summary:
@@ -201,6 +205,7 @@ class ArraySource(Source):
         self.dtype = X.dtype
         self.device = torch.device(device)
         self.cache = cache
+        self.in_memory = cache
         # Blocks of about 2**20 values, and at most an eighth of the data, so that their
         # buffers stay small beside the data whatever its size.
         self.block_rows = block_rows or max(
@@ -334,18 +339,3 @@ def _dask_block(func, xb, wb, frame: Frame, device, args):
     x = torch.from_numpy(np.ascontiguousarray(frame.apply(np.asarray(xb)))).to(device)
     w = None if wb is None else torch.from_numpy(np.asarray(wb, dtype=np.float64)).to(device)
     return func(Block(x, w), *args)
-
-
-def as_source(X, sample_weight, device: torch.device) -> Source:
-    """The :class:`Source` of validated data: the one place that asks what ``X`` is.
-
-    Parameters
-    ----------
-    X : ndarray, memmap or dask.array.Array of shape (n_samples, n_features)
-    sample_weight : ndarray, dask array or None
-        None when every weight is 1.
-    device : torch.device
-    """
-    if is_dask(X):
-        return DaskSource(X, sample_weight, device)
-    return ArraySource(X, sample_weight, device, cache=not isinstance(X, np.memmap))

@@ -1,0 +1,158 @@
+"""Sparse (CSR) data as a fit source, and the per-block kernels of a sparse fit.
+
+Dimension legend: ``n`` samples, ``m`` rows of a block, ``d`` features, ``k`` clusters.
+
+A sparse matrix is never densified. Its fit frame is a power-of-two scale only (a
+translation by the mean would fill in every zero): the scaled copy shares the column
+indices and row pointers of ``X`` and holds a new array of stored values only when the
+scale is not 1. Blocks are row slices of about 2**20 stored values handed out as
+``scipy.sparse.csr_matrix`` views; the kernels below compute, per block, what the dense
+kernels of :mod:`.lloyd` compute:
+
+- the nearest centre: ``argmin |c|^2 - 2 x.c``, the products summed over each row's
+  stored values in order in the data's dtype (KMeans' sparse kernel);
+- the per-cluster sums and masses, in float64 (one sparse product with the
+  assignment's indicator matrix);
+- squared distances with KMeans' sparse formula (see
+  :func:`~skformer._fit.assign.sparse_squared_distances`).
+
+The products run on the CPU (scipy's sparse kernels) whatever the fit's device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+from sklearn.utils.sparsefuncs import mean_variance_axis
+
+from .assign import (
+    csr_rows,
+    labels_inertia,
+    sparse_nearest,
+    sparse_row_slices,
+    sparse_squared_distances,
+)
+from .frame import Frame
+from .sources import Block, Source, Summary, _merge_tree
+
+__all__ = [
+    "SparseSource",
+    "sparse_lloyd_sums",
+    "sparse_norms",
+    "sparse_score",
+]
+
+
+def _centre_norms(c: np.ndarray) -> np.ndarray:
+    """Squared norms of centres (k, d), as KMeans computes them (``row_norms``)."""
+    return np.einsum("ij,ij->i", c, c)
+
+
+def _weights(block: Block) -> np.ndarray | None:
+    return None if block.w is None else block.w.cpu().numpy()
+
+
+def sparse_lloyd_sums(block: Block, c: torch.Tensor):
+    """A sparse block's labels, per-cluster weighted sums (k, d) and masses (k,), float64
+    tensors, from centres ``c`` (k, d) (fit frame)."""
+    x = block.x
+    cn = c.cpu().numpy().astype(x.dtype, copy=False)
+    labels = sparse_nearest(x, cn, _centre_norms(cn))
+    k, m = cn.shape[0], x.shape[0]
+    w = _weights(block)
+    ones = np.ones(m) if w is None else w
+    indicator = sp.csr_matrix((ones, (labels, np.arange(m))), shape=(k, m))
+    sums = np.asarray((indicator @ x.astype(np.float64, copy=False)).toarray())
+    mass = np.bincount(labels, weights=w, minlength=k).astype(np.float64)
+    return torch.from_numpy(labels), torch.from_numpy(sums), torch.from_numpy(mass)
+
+
+def sparse_norms(block: Block) -> torch.Tensor:
+    """A sparse block's weighted sum of squared norms (float64)."""
+    x = block.x
+    sq = np.bincount(np.repeat(np.arange(x.shape[0]), np.diff(x.indptr)),
+                     weights=np.square(x.data.astype(np.float64)), minlength=x.shape[0])
+    w = _weights(block)
+    return torch.tensor(float((sq if w is None else sq * w).sum()), dtype=torch.float64)
+
+
+def sparse_score(block: Block, c: torch.Tensor, other: torch.Tensor | None):
+    """A sparse block's weighted sum of squared distances to the nearest of ``c`` and,
+    with ``other`` centres, the (k * k,) contingency table of the two assignments."""
+    x = block.x
+    cn = c.cpu().numpy().astype(x.dtype, copy=False)
+    c_sq = _centre_norms(cn)
+    labels = sparse_nearest(x, cn, c_sq)
+    sq = sparse_squared_distances(x, cn, labels, c_sq.astype(np.float64))
+    w = _weights(block)
+    inertia = torch.tensor(float((sq if w is None else sq * w).sum()), dtype=torch.float64)
+    if other is None:
+        return inertia, None
+    on = other.cpu().numpy().astype(x.dtype, copy=False)
+    labels2 = sparse_nearest(x, on, _centre_norms(on))
+    k = cn.shape[0]
+    return inertia, torch.from_numpy(np.bincount(labels * k + labels2, minlength=k * k))
+
+
+class SparseSource(Source):
+    """A CSR matrix (or array) in memory, read in row blocks of about 2**20 stored values.
+
+    ``X`` must be in canonical format (sorted indices, no duplicates), as the
+    estimators' validation leaves it.
+    """
+
+    in_memory = True
+
+    def __init__(self, X, w: np.ndarray | None, device: torch.device):
+        self.X, self.w = X, w
+        self.n_samples, self.n_features = X.shape
+        self.dtype = X.dtype
+        self.device = torch.device(device)
+        self._fitted = None
+        self._w = None if w is None else torch.from_numpy(np.asarray(w, dtype=np.float64))
+
+    def drop_weights(self) -> None:
+        self.w = self._w = None
+
+    def summary(self) -> Summary:
+        X = self.X
+        finite = bool(np.isfinite(X.data).all())
+        lo = np.asarray(X.min(axis=0).todense()).ravel().astype(X.dtype)
+        hi = np.asarray(X.max(axis=0).todense()).ravel().astype(X.dtype)
+        if finite:
+            variance = float(np.mean(mean_variance_axis(X, axis=0)[1]))
+        else:
+            variance = float("nan")
+        w = self.w
+        low = 1.0 if w is None or len(w) == 0 else float(np.min(w))
+        unit = w is None or bool(np.all(w == 1))
+        return Summary(self.n_samples, lo, hi, variance, np.zeros(self.n_features, X.dtype),
+                       finite, unit, low)
+
+    def set_frame(self, frame: Frame) -> None:
+        if np.any(frame.offset != 0):
+            raise ValueError("A sparse source's frame is a scale only (zero offset).")
+        super().set_frame(frame)
+        X = self.X
+        data = X.data if frame.power == 0 else np.ldexp(X.data, -frame.power).astype(X.dtype)
+        self._fitted = sp.csr_matrix((data, X.indices, X.indptr), shape=X.shape, copy=False)
+
+    def gather(self, index):
+        rows = self._fitted if index is None else self._fitted[index]
+        w = None if self.w is None else np.asarray(
+            self.w if index is None else self.w[index], dtype=np.float64)
+        return rows, w
+
+    def blocks(self):
+        """The blocks of one pass, in order."""
+        for s in sparse_row_slices(self._fitted):
+            w = None if self._w is None else self._w[s]
+            yield Block(csr_rows(self._fitted, s), w)
+
+    def map_reduce(self, func, combine, *args):
+        return _merge_tree([func(block, *args) for block in self.blocks()], combine)
+
+    def final(self, centers):
+        labels, inertia = labels_inertia(self.X, centers, self.w)
+        return labels, inertia, np.bincount(labels, minlength=centers.shape[0])
