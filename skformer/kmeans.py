@@ -13,7 +13,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._base import BaseTransformerKMeans
 from ._fit import FitResult, LearnedSetup
 from .nn.learned import LearnedKMeansModel
-from .store import ModelStoreError, find_model, load_model, locations, read_model
+from .store import (
+    ModelStoreError,
+    find_model,
+    load_model,
+    locations,
+    on_demand_feasible,
+    read_model,
+)
 
 __all__ = ["TransformerKMeans"]
 
@@ -35,14 +42,16 @@ def _stored_model(path: str, stamp: int) -> tuple[LearnedKMeansModel, dict]:
 
 
 def _select_model(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
-                  progress: bool) -> tuple[LearnedKMeansModel, int, dict, dict | None]:
+                  progress: bool) -> tuple[LearnedKMeansModel, int, dict, dict | None] | None:
     """The learned model for (d, k), how many zero features the data need, its metadata
     and its entry in the shipped index (None for a cached model).
 
     A model stored for exactly (d, k) (shipped or cached) comes first. Otherwise the
     narrowest *shipped* model with the same k and more features is used, the data
     padded with zero features (which change no distance). Otherwise one is pretrained
-    on demand (``pretrain=True``) or :class:`LookupError` is raised.
+    on demand (``pretrain=True``) or :class:`LookupError` is raised; None where the
+    shape is too large to pretrain within the on-demand budget
+    (:func:`~skformer.store.on_demand_feasible`: wide data, many clusters).
     """
     width, path = d, find_model(d, k, embedding=embedding, loss=loss)
     if path is None:
@@ -57,6 +66,8 @@ def _select_model(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
             path = find_model(width, k, embedding=embedding, loss=loss)
             logger.info("No model for d=%d, k=%d: using the shipped d=%d model with %d "
                         "zero features.", d, k, width, width - d)
+        elif pretrain and not on_demand_feasible(d, k, embedding):
+            return None
         else:  # pretrain on demand (or raise LookupError); it is saved to the cache
             load_model(d, k, embedding=embedding, loss=loss, pretrain=pretrain,
                        progress=progress)
@@ -204,7 +215,11 @@ class TransformerKMeans(BaseTransformerKMeans):
         Which run of the best initialisation gave the result.
     learned_used_ : bool
         Whether learned steps ran at all (False for ``n_clusters=1``,
-        ``learned_starts=0``, or a model that does not beat Lloyd's algorithm).
+        ``learned_starts=0``, a model that does not beat Lloyd's algorithm, or a shape
+        with no model that cannot be pretrained on demand within 90 s).
+    learned_skipped_ : str or None
+        Why the learned steps were skipped (also logged with ``verbose``), None when
+        they ran.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -294,32 +309,43 @@ class TransformerKMeans(BaseTransformerKMeans):
         self.pretrain = pretrain
 
     def _learned_setup(self, n_features: int, device: torch.device) -> LearnedSetup | None:
-        """The learned model of the fit, or None (with the reason logged)."""
+        """The learned model of the fit, or None (the reason logged and kept for
+        ``learned_skipped_``)."""
         if self.finish == "none" and self.learned_starts == 0:
             raise ValueError("finish='none' needs learned_starts >= 1 (a fit with neither "
                              "learned nor Lloyd steps has nothing to run).")
-        if self.n_clusters == 1:
-            logger.info("n_clusters=1: learned steps skipped (the mean is the optimum).")
-            return None
+        self._skip_reason = None
         if self.learned_starts == 0:
-            logger.info("learned_starts=0: Lloyd's algorithm only.")
-            return None
-        model, padding, metadata, entry = _select_model(
+            return self._skip("learned_starts=0: Lloyd's algorithm only")
+        if self.n_clusters == 1:
+            return self._skip("n_clusters=1: the mean is the optimum")
+        selected = _select_model(
             n_features, self.n_clusters, self.embedding, self.loss,
             pretrain=self.pretrain, progress=bool(self.verbose),
         )
+        if selected is None:
+            return self._skip(
+                f"no model is stored for n_features={n_features}, "
+                f"n_clusters={self.n_clusters}, and pretraining one on demand would take "
+                "over 90 s (see skformer.store.on_demand_feasible)")
+        model, padding, metadata, entry = selected
         ratio = _expected_ratio(metadata, entry, self.init)
         if self.finish == "lloyd" and ratio is not None and ratio >= _HELPS_BELOW:
-            logger.info("The model for d=%d, k=%d is not expected to beat Lloyd's algorithm "
-                        "(cost ratio %.4f on held-out tasks): learned steps skipped.",
-                        n_features + padding, self.n_clusters, ratio)
-            return None
+            return self._skip(
+                f"the model for d={n_features + padding}, k={self.n_clusters} is not "
+                f"expected to beat Lloyd's algorithm (cost ratio {ratio:.4f} on held-out "
+                "tasks)")
         weight = next(model.parameters())
         if weight.device != device or weight.dtype != torch.float32:
             # The stored model is shared by every fit of the process (``_stored_model``):
             # move a copy, never the shared one.
             model = copy.deepcopy(model).to(device=device, dtype=torch.float32)
         return LearnedSetup(model, padding, self.max_context)
+
+    def _skip(self, reason: str) -> None:
+        """No learned steps in this fit, for ``reason`` (logged, and ``learned_skipped_``)."""
+        self._skip_reason = reason
+        logger.info("Learned steps skipped: %s.", reason)
 
     def _fit_spec(self, n_features: int, device: torch.device, random_state) -> dict:
         return {"learned": self._learned_setup(n_features, device), "finish": self.finish,
@@ -330,3 +356,4 @@ class TransformerKMeans(BaseTransformerKMeans):
         self.n_lloyd_steps_ = result.n_lloyd_steps
         self.selected_run_ = result.selected
         self.learned_used_ = result.learned_used
+        self.learned_skipped_ = self._skip_reason

@@ -30,7 +30,13 @@ from .locations import (
     shipped_index,
     write_index,
 )
-from .pretraining import load_model, on_demand_config, on_demand_steps, pretrain
+from .pretraining import (
+    load_model,
+    on_demand_config,
+    on_demand_feasible,
+    on_demand_steps,
+    pretrain,
+)
 
 __all__ = [
     "FORMAT",
@@ -43,6 +49,7 @@ __all__ = [
     "load_model",
     "model_filename",
     "on_demand_config",
+    "on_demand_feasible",
     "on_demand_steps",
     "pretrain",
     "read_model",

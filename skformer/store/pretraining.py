@@ -38,6 +38,27 @@ ON_DEMAND = {"schedule_search": 64, "steps": 100, "n_val_tasks": 64}
 # Token width times k up to which the full number of steps runs (d=64, k=16: 68 * 16).
 _ON_DEMAND_WIDTH_K = 1100
 _ON_DEMAND_MIN_STEPS = 25
+# Token width times k up to which a model is pretrained on demand at all: d=128, k=20
+# (133 * 20 = 2660) took 69 s at 41 steps; d=256, k=16 (260 * 16 = 4160) 91 s at the
+# floor of 25 steps, over the 90 s budget.
+ON_DEMAND_MAX_WIDTH_K = 3000
+
+
+def _width_k(n_features: int, n_clusters: int, embedding: str) -> int:
+    code = n_clusters if embedding == "onehot" else max(1, math.ceil(math.log2(n_clusters)))
+    return (n_features + code) * n_clusters
+
+
+def on_demand_feasible(n_features: int, n_clusters: int, embedding: str = "binary") -> bool:
+    """Whether a model of this shape is pretrained on demand within the budget (token
+    width times k at most :data:`ON_DEMAND_MAX_WIDTH_K`, about 90 s on a 2-core CPU).
+
+    Examples
+    --------
+    >>> on_demand_feasible(128, 20), on_demand_feasible(10_000, 10)
+    (True, False)
+    """
+    return _width_k(n_features, n_clusters, embedding) <= ON_DEMAND_MAX_WIDTH_K
 
 
 def on_demand_steps(n_features: int, n_clusters: int, embedding: str = "binary") -> int:
@@ -50,8 +71,7 @@ def on_demand_steps(n_features: int, n_clusters: int, embedding: str = "binary")
     >>> on_demand_steps(8, 5), on_demand_steps(128, 20)
     (100, 41)
     """
-    code = n_clusters if embedding == "onehot" else max(1, math.ceil(math.log2(n_clusters)))
-    cost = (n_features + code) * n_clusters
+    cost = _width_k(n_features, n_clusters, embedding)
     steps = ON_DEMAND["steps"]
     if cost <= _ON_DEMAND_WIDTH_K:
         return steps
