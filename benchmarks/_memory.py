@@ -37,7 +37,10 @@ base = status("VmRSS:")
 est.fit(X)
 peak = status("VmHWM:") if method == "VmHWM" else resource.getrusage(
     resource.RUSAGE_SELF).ru_maxrss * 1024
-print(json.dumps({"peak_bytes": peak - base, "x_nbytes": X.nbytes, "method": method,
+nbytes = getattr(X, "nbytes", None)
+if nbytes is None:  # a sparse matrix: its stored values, column indices and row pointers
+    nbytes = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+print(json.dumps({"peak_bytes": peak - base, "x_nbytes": nbytes, "method": method,
                   "cuda_peak_bytes": torch.cuda.max_memory_allocated() if cuda else None}))
 """
 
@@ -58,8 +61,9 @@ def fit_peak_memory(factory: str, *args) -> dict | None:
     -------
     dict or None
         ``peak_bytes`` (peak resident set size during the fit less the resident size
-        before it), ``x_nbytes``, ``method`` (``"VmHWM"``, reset just before the fit, or
-        ``"ru_maxrss"``) and ``cuda_peak_bytes`` (None on the CPU).
+        before it), ``x_nbytes`` (a sparse matrix: the bytes of its three arrays),
+        ``method`` (``"VmHWM"``, reset just before the fit, or ``"ru_maxrss"``) and
+        ``cuda_peak_bytes`` (None on the CPU).
     """
     if not sys.platform.startswith("linux"):
         return None

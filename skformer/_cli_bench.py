@@ -23,6 +23,11 @@ _BENCHMARKS = {
         "benchmarks.exact_vs_kmeans",
         "ExactLloydTransformer (fused) against KMeans: time per iteration and peak memory",
     ),
+    "sparse": (
+        "benchmarks.sparse_vs_kmeans",
+        "sparse CSR input against KMeans: exact time per iteration and memory on a "
+        "1e5 x 1e4 matrix, TransformerKMeans on TF-IDF of generated text",
+    ),
     "pretrain": (
         "benchmarks.pretrain_speed",
         "seconds and relative validation loss of the on-demand pretraining preset",

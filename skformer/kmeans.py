@@ -66,7 +66,7 @@ def _select_model(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
             path = find_model(width, k, embedding=embedding, loss=loss)
             logger.info("No model for d=%d, k=%d: using the shipped d=%d model with %d "
                         "zero features.", d, k, width, width - d)
-        elif pretrain and not on_demand_feasible(d, k, embedding):
+        elif pretrain and not on_demand_feasible(d, k):
             return None
         else:  # pretrain on demand (or raise LookupError); it is saved to the cache
             load_model(d, k, embedding=embedding, loss=loss, pretrain=pretrain,

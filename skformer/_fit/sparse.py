@@ -95,6 +95,20 @@ def sparse_score(block: Block, c: torch.Tensor, other: torch.Tensor | None):
     return inertia, torch.from_numpy(np.bincount(labels * k + labels2, minlength=k * k))
 
 
+def _column_extremes(X) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column minimum and maximum of CSR ``X`` (the implicit zeros included), in
+    ``X``'s dtype."""
+    d = X.shape[1]
+    lo = np.full(d, np.inf, dtype=X.dtype)
+    hi = np.full(d, -np.inf, dtype=X.dtype)
+    np.minimum.at(lo, X.indices, X.data)
+    np.maximum.at(hi, X.indices, X.data)
+    has_zero = np.bincount(X.indices, minlength=d) < X.shape[0]
+    lo[has_zero] = np.minimum(lo[has_zero], 0)
+    hi[has_zero] = np.maximum(hi[has_zero], 0)
+    return lo, hi
+
+
 class SparseSource(Source):
     """A CSR matrix (or array) in memory, read in row blocks of about 2**20 stored values.
 
@@ -118,8 +132,7 @@ class SparseSource(Source):
     def summary(self) -> Summary:
         X = self.X
         finite = bool(np.isfinite(X.data).all())
-        lo = np.asarray(X.min(axis=0).todense()).ravel().astype(X.dtype)
-        hi = np.asarray(X.max(axis=0).todense()).ravel().astype(X.dtype)
+        lo, hi = _column_extremes(X)
         if finite:
             variance = float(np.mean(mean_variance_axis(X, axis=0)[1]))
         else:
@@ -137,6 +150,7 @@ class SparseSource(Source):
         X = self.X
         data = X.data if frame.power == 0 else np.ldexp(X.data, -frame.power).astype(X.dtype)
         self._fitted = sp.csr_matrix((data, X.indices, X.indptr), shape=X.shape, copy=False)
+        self._blocks = [(csr_rows(self._fitted, s), s) for s in sparse_row_slices(self._fitted)]
 
     def gather(self, index):
         rows = self._fitted if index is None else self._fitted[index]
@@ -146,9 +160,8 @@ class SparseSource(Source):
 
     def blocks(self):
         """The blocks of one pass, in order."""
-        for s in sparse_row_slices(self._fitted):
-            w = None if self._w is None else self._w[s]
-            yield Block(csr_rows(self._fitted, s), w)
+        for x, s in self._blocks:
+            yield Block(x, None if self._w is None else self._w[s])
 
     def map_reduce(self, func, combine, *args):
         return _merge_tree([func(block, *args) for block in self.blocks()], combine)
