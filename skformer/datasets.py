@@ -6,8 +6,11 @@ tests and benchmarks show text clustering without a corpus on disk.
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, validate_params
 
 __all__ = ["make_documents"]
 
@@ -34,6 +37,18 @@ def _zipf(size: int, exponent: float = 1.0) -> np.ndarray:
     return weights / weights.sum()
 
 
+@validate_params(
+    {
+        "n_documents": [Interval(Integral, 1, None, closed="left")],
+        "n_topics": [Interval(Integral, 1, None, closed="left")],
+        "vocabulary_size": [Interval(Integral, 1, None, closed="left")],
+        "words_per_topic": [Interval(Integral, 1, None, closed="left")],
+        "length": [tuple],
+        "topic_share": [Interval(Real, 0, 1, closed="both")],
+        "random_state": ["random_state"],
+    },
+    prefer_skip_nested_validation=True,
+)
 def make_documents(
     n_documents: int = 1000,
     n_topics: int = 5,
@@ -61,7 +76,8 @@ def make_documents(
     vocabulary_size : int, default=2000
         Distinct words in all.
     words_per_topic : int, default=200
-        Words of each topic (drawn from the vocabulary; topics may share some).
+        Words of each topic (drawn from the vocabulary; topics may share some); at most
+        ``vocabulary_size`` are used.
     length : (int, int), default=(40, 120)
         Smallest and largest number of words of a document.
     topic_share : float, default=0.5
@@ -82,12 +98,10 @@ def make_documents(
     >>> X.shape[0], X.format, topics[:5]
     (200, 'csr', array([0, 2, 0, 3, 1]))
     """
-    if n_topics < 1 or n_documents < 1:
-        raise ValueError("n_documents and n_topics must be at least 1.")
-    if not 0.0 <= topic_share <= 1.0:
-        raise ValueError(f"topic_share must be in [0, 1], got {topic_share}.")
-    if not 1 <= length[0] <= length[1]:
-        raise ValueError(f"length must be (low, high) with 1 <= low <= high, got {length}.")
+    if not (len(length) == 2 and all(isinstance(v, Integral) for v in length)
+            and 1 <= length[0] <= length[1]):
+        raise ValueError(
+            f"length must be a pair of ints (low, high) with 1 <= low <= high, got {length}.")
     words_per_topic = min(words_per_topic, vocabulary_size)
     rng = check_random_state(random_state)
     vocabulary = np.array(_vocabulary(vocabulary_size, rng))

@@ -96,14 +96,28 @@ def test_tfidf_gives_csr():
 # -- errors ----------------------------------------------------------------------------------
 
 ERRORS = [
-    ("n-topics", dict(n_topics=0), "n_documents and n_topics must be at least 1."),
-    ("n-documents", dict(n_documents=0), "n_documents and n_topics must be at least 1."),
-    ("share-low", dict(topic_share=-0.1), "topic_share must be in [0, 1], got -0.1."),
-    ("share-high", dict(topic_share=1.5), "topic_share must be in [0, 1], got 1.5."),
+    ("n-topics", dict(n_topics=0),
+     "The 'n_topics' parameter of make_documents must be an int in the range [1, inf)."),
+    ("n-documents", dict(n_documents=0),
+     "The 'n_documents' parameter of make_documents must be an int in the range [1, inf)."),
+    ("n-documents-float", dict(n_documents=2.5),
+     "The 'n_documents' parameter of make_documents must be an int"),
+    ("vocabulary", dict(vocabulary_size=0),
+     "The 'vocabulary_size' parameter of make_documents must be an int in the range"),
+    ("words-per-topic", dict(words_per_topic=0),
+     "The 'words_per_topic' parameter of make_documents must be an int in the range"),
+    ("share-low", dict(topic_share=-0.1),
+     "The 'topic_share' parameter of make_documents must be a float in the range [0.0, 1.0]"),
+    ("share-high", dict(topic_share=1.5),
+     "The 'topic_share' parameter of make_documents must be a float in the range [0.0, 1.0]"),
     ("length-zero", dict(length=(0, 5)),
-     "length must be (low, high) with 1 <= low <= high, got (0, 5)."),
+     "length must be a pair of ints (low, high) with 1 <= low <= high, got (0, 5)."),
     ("length-reversed", dict(length=(9, 3)),
-     "length must be (low, high) with 1 <= low <= high, got (9, 3)."),
+     "length must be a pair of ints (low, high) with 1 <= low <= high, got (9, 3)."),
+    ("length-single", dict(length=(5,)),
+     "length must be a pair of ints (low, high) with 1 <= low <= high, got (5,)."),
+    ("length-float", dict(length=(1.5, 3)),
+     "length must be a pair of ints (low, high) with 1 <= low <= high, got (1.5, 3)."),
 ]
 
 
