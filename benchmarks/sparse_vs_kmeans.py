@@ -34,12 +34,22 @@ __all__ = ["make_matrix", "measure_exact", "measure_text"]
 
 
 def make_matrix(n: int, d: int, density: float, seed: int = 0, dtype: str = "float64"):
-    """A random CSR matrix (uniform stored values in [0, 1)) and the dense rows of
-    ``k``-many centres are drawn from it by :func:`_init`."""
+    """A random CSR matrix of about ``density * d`` stored values per row (columns drawn
+    with replacement and merged, so slightly fewer), uniform values in [0, 1).
+
+    (``scipy.sparse.random`` draws the positions without replacement among ``n * d``
+    and needs gigabytes at 1e5 x 1e4.)
+    """
     import scipy.sparse as sp
 
-    return sp.random(n, d, density=density, format="csr", random_state=seed,
-                     dtype=np.dtype(dtype))
+    rng = np.random.default_rng(seed)
+    per_row = max(1, round(density * d))
+    rows = np.repeat(np.arange(n), per_row)
+    cols = rng.integers(d, size=n * per_row)
+    values = rng.random(n * per_row).astype(dtype)
+    X = sp.csr_matrix((values, (rows, cols)), shape=(n, d))
+    X.sum_duplicates()
+    return X
 
 
 def _init(X, k: int, seed: int = 1) -> np.ndarray:

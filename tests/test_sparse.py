@@ -156,6 +156,10 @@ def test_all_zero_rows_and_scale():
     np.testing.assert_array_equal(est.labels_, km.labels_)
     assert _close(est.cluster_centers_, km.cluster_centers_, 1e-9)
     assert np.isfinite(est.inertia_)
+    # Tiny values: the frame scales them by a power of two (a copy), the same clustering.
+    tiny = ExactLloydTransformer(4, random_state=0).fit(X * 1e-290)
+    np.testing.assert_array_equal(tiny.labels_, est.labels_)
+    assert _close(tiny.cluster_centers_ * 1e290, est.cluster_centers_, 1e-9)
 
 
 def test_transformer_kmeans_learned_on_narrow_sparse():

@@ -96,6 +96,15 @@ def _assign_chunk(
     return lab, (sq if w is None else sq * w).sum()
 
 
+def _power(c: np.ndarray) -> int:
+    """The power of two to divide by so that the largest magnitude of ``c`` is in [1, 2),
+    or 0 where it already lies within [2**-32, 2**32] (or is 0 or not finite)."""
+    top = float(np.max(np.abs(c), initial=0.0))
+    if top == 0.0 or not np.isfinite(top) or 2.0**-32 <= top <= 2.0**32:
+        return 0
+    return int(np.frexp(top)[1]) - 1
+
+
 def labels_inertia(
     X: np.ndarray, centers: np.ndarray, sample_weight: np.ndarray | None = None
 ) -> tuple[np.ndarray, float]:
@@ -122,25 +131,32 @@ def labels_inertia(
     if sp.issparse(X):
         return _sparse_labels_inertia(X, centers, sample_weight)
     # Both sides translated by the centres' mean: nearest centres and differences are
-    # unchanged, and |c|^2 - 2 x.c does not cancel for data far from the origin.
+    # unchanged, and |c|^2 - 2 x.c does not cancel for data far from the origin; and
+    # scaled by a power of two where the centres' magnitudes are extreme, so squared
+    # distances neither underflow nor overflow (the inertia is scaled back).
     shift = np.asarray(centers, dtype=np.float64).mean(axis=0)
-    c = torch.from_numpy(np.asarray(centers, dtype=np.float64) - shift)[None]
+    power = _power(np.asarray(centers, dtype=np.float64) - shift)
+    c = torch.from_numpy(np.ldexp(np.asarray(centers, dtype=np.float64) - shift, -power))[None]
     labels = np.empty(X.shape[0], dtype=np.int32)
     inertia = 0.0
     for s in range(0, X.shape[0], _ROWS):
-        x = torch.from_numpy(np.asarray(X[s : s + _ROWS], dtype=np.float64) - shift)[None]
+        x = torch.from_numpy(np.ldexp(np.asarray(X[s : s + _ROWS], dtype=np.float64) - shift,
+                                      -power))[None]
         w = None if sample_weight is None else torch.tensor(
             np.asarray(sample_weight[s : s + _ROWS], dtype=np.float64))
         lab, part = _assign_chunk(x, c, w)
         labels[s : s + _ROWS] = lab.numpy()
         inertia += float(part)
-    return labels, inertia
+    return labels, float(np.ldexp(inertia, 2 * power))
 
 
 def _sparse_labels_inertia(X, centers, sample_weight):
     """:func:`labels_inertia` of CSR rows: products in float64, chunk by chunk (no
     translation, which would densify the rows)."""
-    c = np.asarray(centers, dtype=np.float64)
+    power = _power(np.asarray(centers, dtype=np.float64))
+    c = np.ldexp(np.asarray(centers, dtype=np.float64), -power)
+    if power:
+        X = sp.csr_matrix((np.ldexp(X.data, -power), X.indices, X.indptr), shape=X.shape)
     c_sq = np.einsum("ij,ij->i", c, c)
     labels = sparse_nearest(X, c, c_sq).astype(np.int32)
     inertia = 0.0
@@ -149,4 +165,4 @@ def _sparse_labels_inertia(X, centers, sample_weight):
         if sample_weight is not None:
             sq = sq * np.asarray(sample_weight[rows], dtype=np.float64)
         inertia += float(sq.sum())
-    return labels, inertia
+    return labels, float(np.ldexp(inertia, 2 * power))

@@ -32,9 +32,14 @@ class Frame:
     power: int
 
     @classmethod
-    def of(cls, lo: np.ndarray, hi: np.ndarray, mean: np.ndarray | None = None) -> Frame:
+    def of(cls, lo: np.ndarray, hi: np.ndarray, mean: np.ndarray | None = None, *,
+           unit_within: float | None = None) -> Frame:
         """The frame of data whose per-feature extremes are ``lo`` and ``hi`` and mean
         ``mean`` (default: the midpoint of the range).
+
+        ``unit_within``: keep the scale 1 when the largest magnitude lies within
+        ``[1 / unit_within, unit_within]`` (the sparse frame: no copy of the values where
+        their squares can neither overflow nor underflow).
 
         Examples
         --------
@@ -50,6 +55,8 @@ class Frame:
             top = float(np.max(np.maximum(np.abs(hi - offset), np.abs(lo - offset)),
                                initial=0.0))
         power = 0 if top == 0.0 or not np.isfinite(top) else int(np.frexp(top)[1]) - 1
+        if unit_within is not None and 1 / unit_within <= top <= unit_within:
+            power = 0
         return cls(offset.astype(lo.dtype), power)
 
     def apply(self, x: np.ndarray) -> np.ndarray:

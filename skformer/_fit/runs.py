@@ -152,7 +152,8 @@ class _Fit:
             raise ValueError("Negative values in data passed to `sample_weight`")
         if summary.unit_weights:
             source.drop_weights()
-        self.frame = frame = Frame.of(summary.lo, summary.hi, summary.mean)
+        self.frame = frame = Frame.of(summary.lo, summary.hi, summary.mean,
+                                      unit_within=source.unit_within)
         source.set_frame(frame)
         self.dtype = torch.float32 if source.dtype == np.float32 else torch.float64
         with np.errstate(over="ignore", under="ignore"):

@@ -3,11 +3,11 @@
 Dimension legend: ``n`` samples, ``m`` rows of a block, ``d`` features, ``k`` clusters.
 
 A sparse matrix is never densified. Its fit frame is a power-of-two scale only (a
-translation by the mean would fill in every zero): the scaled copy shares the column
-indices and row pointers of ``X`` and holds a new array of stored values only when the
-scale is not 1. Blocks are row slices of about 2**20 stored values handed out as
-``scipy.sparse.csr_matrix`` views; the kernels below compute, per block, what the dense
-kernels of :mod:`.lloyd` compute:
+translation by the mean would fill in every zero), and the scale is 1 unless the values
+are extreme (:attr:`SparseSource.unit_within`): then ``X`` is used as it is, else the
+scaled copy shares its column indices and row pointers. Blocks are row slices of about
+2**20 stored values handed out as ``scipy.sparse.csr_matrix`` views; the kernels below
+compute, per block, what the dense kernels of :mod:`.lloyd` compute:
 
 - the nearest centre: ``argmin |c|^2 - 2 x.c``, the products summed over each row's
   stored values in order in the data's dtype (KMeans' sparse kernel);
@@ -34,7 +34,7 @@ from .assign import (
     sparse_squared_distances,
 )
 from .frame import Frame
-from .sources import Block, Source, Summary, _merge_tree
+from .sources import Block, Source, Summary
 
 __all__ = [
     "SparseSource",
@@ -117,6 +117,10 @@ class SparseSource(Source):
     """
 
     in_memory = True
+    # The scale stays 1 (no copy of the stored values, KMeans' arithmetic exactly) while
+    # the largest magnitude is within [2**-32, 2**32]: squared distances summed over up to
+    # 2**31 features then stay far from float32's overflow (2**128) and underflow (2**-126).
+    unit_within = 2.0**32
 
     def __init__(self, X, w: np.ndarray | None, device: torch.device):
         self.X, self.w = X, w
@@ -164,7 +168,13 @@ class SparseSource(Source):
             yield Block(x, None if self._w is None else self._w[s])
 
     def map_reduce(self, func, combine, *args):
-        return _merge_tree([func(block, *args) for block in self.blocks()], combine)
+        # Folded in block order as the results come, so one block's result is held at a
+        # time (a Lloyd partial is n_clusters x n_features: a tree would hold up to eight).
+        result = None
+        for block in self.blocks():
+            part = func(block, *args)
+            result = part if result is None else combine([result, part])
+        return result
 
     def final(self, centers):
         labels, inertia = labels_inertia(self.X, centers, self.w)
