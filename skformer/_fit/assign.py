@@ -17,7 +17,6 @@ __all__ = [
     "labels_inertia",
     "sparse_nearest",
     "sparse_row_slices",
-    "sparse_squared_distances",
 ]
 
 # Rows per chunk: the float64 temporaries stay a few MiB whatever the data size.
@@ -46,44 +45,42 @@ def sparse_row_slices(x: sp.csr_matrix, values: int = 2**20) -> list[slice]:
     return [slice(s, s + rows) for s in range(0, n, rows)]
 
 
-def sparse_nearest(x: sp.csr_matrix, c: np.ndarray, c_sq: np.ndarray) -> np.ndarray:
+def sparse_nearest(x: sp.csr_matrix, c: np.ndarray, c_sq: np.ndarray, *,
+                   distances: bool = False):
     """Nearest centre (lowest index on ties) of CSR rows ``x`` (m, d) among dense ``c``
     (k, d) with squared norms ``c_sq`` (k,): the argmin of ``|c|^2 - 2 x.c``, each
     product summed over the row's stored values in order, in the common dtype of ``x``
-    and ``c`` (KMeans' sparse arithmetic). Returns int64 labels (m,).
+    and ``c`` (KMeans' sparse arithmetic).
+
+    Returns int64 labels (m,); with ``distances=True`` also each row's squared distance to
+    its centre, ``|x|^2 + |c|^2 - 2 x.c`` in float64 from the same products, clipped at 0.
 
     Examples
     --------
     >>> import numpy as np, scipy.sparse as sp
     >>> c = np.array([[0.0, 0.0], [0.0, 4.0]])
-    >>> sparse_nearest(sp.csr_matrix([[0.0, 3.0], [1.0, 0.0]]), c, (c * c).sum(1))
-    array([1, 0])
+    >>> x = sp.csr_matrix([[0.0, 3.0], [1.0, 0.0]])
+    >>> sparse_nearest(x, c, (c * c).sum(1), distances=True)
+    (array([1, 0]), array([1., 1.]))
     """
     m, k = x.shape[0], c.shape[0]
     ct = np.ascontiguousarray(c.T)
     rows = max(1, _PRODUCTS // max(1, k))
-    out = np.empty(m, dtype=np.int64)
+    labels = np.empty(m, dtype=np.int64)
+    sq = np.empty(m, dtype=np.float64) if distances else None
     for s in range(0, m, rows):
-        dist = np.asarray(csr_rows(x, slice(s, s + rows)) @ ct)  # (rows, k)
+        chunk = csr_rows(x, slice(s, s + rows))
+        dist = np.asarray(chunk @ ct)  # (rows, k)
         dist *= -2
         dist += c_sq
-        out[s : s + rows] = dist.argmin(axis=1)
-    return out
-
-
-def sparse_squared_distances(x: sp.csr_matrix, c: np.ndarray, labels: np.ndarray,
-                             c_sq: np.ndarray) -> np.ndarray:
-    """Squared distance (float64) of each CSR row ``x`` (m, d) to its centre
-    ``c[labels]``: ``|c|^2 + sum over stored j of (x_j - c_j)^2 - c_j^2``, clipped at 0
-    (the differences of the stored values summed literally, as KMeans does)."""
-    counts = np.diff(x.indptr)
-    owner = np.repeat(labels, counts)
-    cj = c[owner, x.indices].astype(np.float64, copy=False)
-    terms = np.square(x.data.astype(np.float64) - cj) - np.square(cj)
-    # Per-row sums of the stored terms (rows without stored values get 0).
-    per_row = np.bincount(np.repeat(np.arange(x.shape[0]), counts), weights=terms,
-                          minlength=x.shape[0])
-    return np.maximum(per_row + c_sq[labels], 0.0)
+        lab = labels[s : s + rows] = dist.argmin(axis=1)
+        if distances:
+            data = chunk.data.astype(np.float64, copy=False)
+            x_sq = np.bincount(np.repeat(np.arange(chunk.shape[0]), np.diff(chunk.indptr)),
+                               weights=data * data, minlength=chunk.shape[0])
+            nearest = dist[np.arange(chunk.shape[0]), lab].astype(np.float64, copy=False)
+            sq[s : s + rows] = np.maximum(x_sq + nearest, 0.0)
+    return (labels, sq) if distances else labels
 
 
 def _assign_chunk(
@@ -151,18 +148,13 @@ def labels_inertia(
 
 
 def _sparse_labels_inertia(X, centers, sample_weight):
-    """:func:`labels_inertia` of CSR rows: products in float64, chunk by chunk (no
-    translation, which would densify the rows)."""
+    """:func:`labels_inertia` of CSR rows: one pass of sparse-dense products in float64
+    (no translation, which would densify the rows)."""
     power = _power(np.asarray(centers, dtype=np.float64))
     c = np.ldexp(np.asarray(centers, dtype=np.float64), -power)
     if power:
         X = sp.csr_matrix((np.ldexp(X.data, -power), X.indices, X.indptr), shape=X.shape)
-    c_sq = np.einsum("ij,ij->i", c, c)
-    labels = sparse_nearest(X, c, c_sq).astype(np.int32)
-    inertia = 0.0
-    for rows in sparse_row_slices(X):
-        sq = sparse_squared_distances(csr_rows(X, rows), c, labels[rows], c_sq)
-        if sample_weight is not None:
-            sq = sq * np.asarray(sample_weight[rows], dtype=np.float64)
-        inertia += float(sq.sum())
-    return labels, float(np.ldexp(inertia, 2 * power))
+    labels, sq = sparse_nearest(X, c, np.einsum("ij,ij->i", c, c), distances=True)
+    if sample_weight is not None:
+        sq = sq * np.asarray(sample_weight, dtype=np.float64)
+    return labels.astype(np.int32), float(np.ldexp(sq.sum(), 2 * power))
