@@ -65,21 +65,24 @@ def sparse_nearest(x: sp.csr_matrix, c: np.ndarray, c_sq: np.ndarray, *,
     """
     m, k = x.shape[0], c.shape[0]
     ct = np.ascontiguousarray(c.T)
+    # Chunks of rows of at most about 2**20 stored values and 2**20 products.
     rows = max(1, _PRODUCTS // max(1, k))
+    chunks = [slice(s, min(s + rows, b.stop, m))
+              for b in sparse_row_slices(x) for s in range(b.start, min(b.stop, m), rows)]
     labels = np.empty(m, dtype=np.int64)
     sq = np.empty(m, dtype=np.float64) if distances else None
-    for s in range(0, m, rows):
-        chunk = csr_rows(x, slice(s, s + rows))
+    for rows_ in chunks:
+        chunk = csr_rows(x, rows_)
         dist = np.asarray(chunk @ ct)  # (rows, k)
         dist *= -2
         dist += c_sq
-        lab = labels[s : s + rows] = dist.argmin(axis=1)
+        lab = labels[rows_] = dist.argmin(axis=1)
         if distances:
             data = chunk.data.astype(np.float64, copy=False)
             x_sq = np.bincount(np.repeat(np.arange(chunk.shape[0]), np.diff(chunk.indptr)),
                                weights=data * data, minlength=chunk.shape[0])
             nearest = dist[np.arange(chunk.shape[0]), lab].astype(np.float64, copy=False)
-            sq[s : s + rows] = np.maximum(x_sq + nearest, 0.0)
+            sq[rows_] = np.maximum(x_sq + nearest, 0.0)
     return (labels, sq) if distances else labels
 
 

@@ -21,6 +21,7 @@ The products run on the CPU (scipy's sparse kernels) whatever the fit's device.
 
 from __future__ import annotations
 
+import collections
 import functools
 from concurrent.futures import ThreadPoolExecutor
 
@@ -108,6 +109,17 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(threads, thread_name_prefix="skformer-sparse")
 
 
+def _in_order(pool: ThreadPoolExecutor, func, items: list, ahead: int):
+    """``func(item)`` for each item, in order, at most ``ahead`` submitted at a time."""
+    pending: collections.deque = collections.deque()
+    for item in items:
+        pending.append(pool.submit(func, item))
+        if len(pending) >= ahead:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
+
+
 def _column_extremes(X) -> tuple[np.ndarray, np.ndarray]:
     """Per-column minimum and maximum of CSR ``X`` (the implicit zeros included), in
     ``X``'s dtype."""
@@ -183,11 +195,15 @@ class SparseSource(Source):
     def map_reduce(self, func, combine, *args):
         # The blocks run on a few threads (SciPy's sparse products and NumPy release the
         # GIL), as many as KMeans' OpenMP threads; their results are folded in block order
-        # as they come (the same sums in the same order every time).
+        # as they come (the same sums in the same order every time), with at most one
+        # block per thread in flight (a Lloyd partial is n_clusters x n_features).
         blocks = list(self.blocks())
         threads = min(len(blocks), _openmp_effective_n_threads())
-        parts = (map if threads <= 1 else _pool(threads).map)(
-            lambda block: func(block, *args), blocks)
+        if threads <= 1:
+            parts = (func(block, *args) for block in blocks)
+        else:
+            parts = _in_order(_pool(threads), lambda block: func(block, *args), blocks,
+                              threads)
         result = None
         for part in parts:
             result = part if result is None else combine([result, part])
