@@ -67,14 +67,21 @@ _VERBOSE = (
     AssertionError,
 )
 
-BOTH = ("exact", "transformer")
+_LEARNED_RUN = (
+    "in the learned mode (learned_starts=1) a start's result may be its learned run - "
+    "learned steps, then Lloyd steps - where that ends with a lower inertia: max_iter "
+    "then bounds each kind of step, so max_iter=1 is not one Lloyd step, and n_iter_ "
+    "counts the learned steps too",
+    AssertionError,
+)
+
+BOTH = ("exact", "transformer", "learned")  # every estimator of the suite
 
 # The deliberate deviations: (sklearn test name or "*" for any, estimators, the
 # parameters a case must have (None: every case), (reason, expected exception)).
-# The first row that matches a case applies. Estimators: "exact" is
-# ExactLloydTransformer, "transformer" TransformerKMeans (device="cpu").
-# TransformerKMeans' n_iter_ (learned plus Lloyd steps) is no deviation here: with the
-# default learned_starts=0 there are no learned steps and n_iter_ is KMeans'.
+# The first row that matches a case applies. Estimators (all with device="cpu"):
+# "exact" is ExactLloydTransformer, "transformer" TransformerKMeans in its default fast
+# mode (n_iter_ is KMeans'), "learned" TransformerKMeans with learned_starts=1.
 DEVIATIONS = (
     # test                                  estimators  case                      deviation
     ("test_relocating_with_duplicates",     BOTH, {"algorithm": "elkan"},      _ELKAN_IN_WARNS),
@@ -83,6 +90,7 @@ DEVIATIONS = (
     ("test_kmeans_relocated_clusters",      BOTH, {"algo": "lloyd"},           _EMPTY_CLUSTER),
     ("test_kmeans_empty_cluster_relocated", BOTH, None,                        _EMPTY_CLUSTER),
     ("test_kmeans_verbose",                 BOTH, {"algorithm": "lloyd"},      _VERBOSE),
+    ("test_k_means_1_iteration",       ("learned",), {"algo": "lloyd"},        _LEARNED_RUN),
 )  # fmt: skip
 
 

@@ -5,13 +5,16 @@ scikit-learn is loaded from the package (nothing of it is copied into this
 repository), its ``from sklearn.cluster import KMeans`` is removed with :mod:`ast`,
 and it is executed once per estimator with the global ``KMeans`` bound to
 
-* :class:`skformer.ExactLloydTransformer` (module ``_suite_exact``), and
+* :class:`skformer.ExactLloydTransformer` (module ``_suite_exact``),
 * :class:`skformer.TransformerKMeans` with ``device="cpu"`` by default (module
-  ``_suite_transformer``; the estimator's own default is ``device="auto"``).
+  ``_suite_transformer``; the estimator's own default is ``device="auto"``), and
+* the same in its learned mode, ``learned_starts=1`` by default (module
+  ``_suite_learned``).
 
 Each test function of the suite that concerns KMeans' public behaviour is exposed
-here as ``test_exact__<name>`` and ``test_transformer__<name>`` (``<name>``: the
-sklearn name without its ``test_`` prefix), with its parametrization; the
+here as ``test_exact__<name>``, ``test_transformer__<name>`` and
+``test_learned__<name>`` (``<name>``: the sklearn name without its ``test_`` prefix),
+with its parametrization; the
 ``global_random_seed`` fixture comes from ``tests/conftest.py`` and ``global_dtype``
 from ``tests/sklearn_suite/conftest.py``. Tests that do not apply are not collected:
 they are listed, each with the reason, in :data:`EXCLUDED` below.
@@ -86,31 +89,33 @@ def _is_excluded(name: str) -> bool:
     return name in EXCLUDED or "minibatch" in name
 
 
-def _cpu_by_default(cls: type) -> type:
-    """A subclass of ``cls``, of the same name, whose ``device`` defaults to ``"cpu"``.
+def _with_defaults(cls: type, **defaults) -> type:
+    """A subclass of ``cls``, of the same name, whose keyword defaults are ``defaults``.
 
     scikit-learn reads the parameters off the signature of ``__init__`` (``get_params``,
-    ``clone``), so the subclass gets a copy of ``cls.__init__`` with that one keyword
-    default changed; a wrapper with ``**kwargs`` would not be a valid estimator.
+    ``clone``), so the subclass gets a copy of ``cls.__init__`` with those keyword
+    defaults changed; a wrapper with ``**kwargs`` would not be a valid estimator.
     """
     init = cls.__init__
     cpu_init = types.FunctionType(
         init.__code__, init.__globals__, init.__name__, init.__defaults__, init.__closure__
     )
-    cpu_init.__kwdefaults__ = {**init.__kwdefaults__, "device": "cpu"}
+    cpu_init.__kwdefaults__ = {**init.__kwdefaults__, **defaults}
     cpu_init.__doc__ = init.__doc__
     cpu_init.__qualname__ = f"{cls.__name__}.__init__"
     namespace = {
         "__init__": cpu_init,
         "__module__": __name__,
-        "__doc__": f"{cls.__name__} with ``device='cpu'`` by default.",
+        "__doc__": f"{cls.__name__} with the defaults {defaults}.",
     }
     return type(cls.__name__, (cls,), namespace)
 
 
 ESTIMATORS = {
     "exact": ExactLloydTransformer,
-    "transformer": _cpu_by_default(TransformerKMeans),
+    "transformer": _with_defaults(TransformerKMeans, device="cpu"),
+    # The slower, better mode: a learned run per start besides the Lloyd run.
+    "learned": _with_defaults(TransformerKMeans, device="cpu", learned_starts=1),
 }
 
 
