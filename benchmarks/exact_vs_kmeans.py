@@ -19,13 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
-import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from benchmarks._memory import fit_peak_memory
+from benchmarks._timing import marginal_times
 
 __all__ = ["Record", "make_data", "measure", "peak_memory"]
 
@@ -78,24 +77,7 @@ def measure(n: int, d: int, k: int, *, max_iter: int = 20, reps: int = 5) -> dic
     """Median fit times at ``max_iter`` and ``max_iter // 2`` iterations for KMeans and
     the transformer, and the marginal time per iteration from their difference."""
     X, init = make_data(n, d, k)
-    short = max_iter // 2
-    times: dict[tuple[str, int], list[float]] = {}
-    for rep in range(reps + 1):  # the first round warms up
-        for it in (short, max_iter):
-            for name, est in _estimators(init, it).items():
-                t = time.perf_counter()
-                est.fit(X)
-                elapsed = (time.perf_counter() - t) * 1e3
-                if est.n_iter_ != it:
-                    raise RuntimeError(f"{name} stopped after {est.n_iter_} of {it} iterations")
-                if rep:
-                    times.setdefault((name, it), []).append(elapsed)
-    med = {key: statistics.median(v) for key, v in times.items()}
-    out = {}
-    for name in ("kmeans", "transformer"):
-        out[f"{name}_fit_ms"] = med[name, max_iter]
-        out[f"{name}_ms_per_iter"] = (med[name, max_iter] - med[name, short]) / (max_iter - short)
-    return out
+    return marginal_times(lambda it: _estimators(init, it), X, max_iter=max_iter, reps=reps)
 
 
 def _memory_case(n: int, d: int, k: int, max_iter: int, name: str):

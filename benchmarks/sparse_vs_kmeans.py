@@ -29,6 +29,7 @@ import time
 import numpy as np
 
 from benchmarks._memory import fit_peak_memory
+from benchmarks._timing import marginal_times
 
 __all__ = ["make_matrix", "measure_exact", "measure_text"]
 
@@ -69,30 +70,17 @@ def _exact_estimators(init: np.ndarray, max_iter: int) -> dict:
 
 def measure_exact(X, k: int, *, max_iter: int, reps: int) -> dict:
     """Median whole-fit and marginal per-iteration times (ms) of both estimators, and
-    whether their labels agree."""
+    whether their labels agree in every round."""
     init = _init(X, k)
-    short = max_iter // 2
-    times: dict[tuple[str, int], list[float]] = {}
-    same = True
-    for rep in range(reps + 1):  # the first round warms up
-        for it in (short, max_iter):
-            fitted = {}
-            for name, est in _exact_estimators(init, it).items():
-                t = time.perf_counter()
-                est.fit(X)
-                elapsed = (time.perf_counter() - t) * 1e3
-                if est.n_iter_ != it:
-                    raise RuntimeError(f"{name} stopped after {est.n_iter_} of {it} iterations")
-                fitted[name] = est
-                if rep:
-                    times.setdefault((name, it), []).append(elapsed)
-            same &= bool(np.array_equal(fitted["kmeans"].labels_, fitted["transformer"].labels_))
-    med = {key: statistics.median(v) for key, v in times.items()}
-    out = {"same_labels": same}
-    for name in ("kmeans", "transformer"):
-        out[f"{name}_fit_ms"] = med[name, max_iter]
-        out[f"{name}_ms_per_iter"] = (med[name, max_iter] - med[name, short]) / (max_iter - short)
-    return out
+    same = []
+
+    def compare(fitted):
+        same.append(bool(np.array_equal(fitted["kmeans"].labels_,
+                                        fitted["transformer"].labels_)))
+
+    out = marginal_times(lambda it: _exact_estimators(init, it), X, max_iter=max_iter,
+                         reps=reps, on_round=compare)
+    return {"same_labels": all(same), **out}
 
 
 def _memory_case(n, d, density, k, max_iter, name):
