@@ -43,6 +43,20 @@ def test_bench_exact_small(tmp_path, capsys):
     assert "| 3,000 | 4 |" in capsys.readouterr().out
 
 
+def test_bench_sparse_small(tmp_path, capsys):
+    out = tmp_path / "bench.json"
+    args = ["bench", "sparse", "--n", "2000", "--d", "300", "--density", "0.05", "--k", "4",
+            "--reps", "1", "--max-iter", "4", "--documents", "200", "--topics", "3",
+            "--seeds", "0"]
+    assert main([*args, "--no-memory", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    (exact,) = record["exact"]
+    assert exact["k"] == 4 and exact["same_labels"] and exact["fit_time_ratio"] > 0
+    text = record["text"]["learned_starts=1"]
+    assert text["inertia_ratio_max"] <= 1 + 1e-9 and text["learned_skipped"]
+    assert "| 4 |" in capsys.readouterr().out
+
+
 @pytest.fixture
 def blobs_files(tmp_path):
     X, _ = make_blobs(200, n_features=3, centers=4, random_state=0)
