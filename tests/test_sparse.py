@@ -230,3 +230,20 @@ def test_elkan_in_a_grid_fails_with_what_to_do():
                           cv=2, error_score="raise")
     with pytest.raises(ValueError, match="Use algorithm='lloyd'"):
         search.fit(X)
+
+
+def _fit_inertia(X):
+    return ExactLloydTransformer(3, random_state=0).fit(X).inertia_
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_sparse_fit_in_a_forked_child_after_one_in_the_parent():
+    """The block threads are made per process: a child forked after a sparse fit in the
+    parent (multiprocessing, joblib) fits too, instead of waiting on the parent's pool."""
+    import multiprocessing
+
+    X = sp.random(20_000, 50, density=0.2, format="csr", random_state=0)  # two blocks
+    expected = _fit_inertia(X)
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        result = pool.apply_async(_fit_inertia, (X,))
+        assert result.get(timeout=60) == expected

@@ -137,8 +137,7 @@ def lloyd_partial(block: Block, c: torch.Tensor, c_sq: torch.Tensor | None = Non
     """A block's contribution to the step from centres ``c`` (k, d) (``c_sq``: their
     squared norms, if already computed)."""
     if sp.issparse(block.x):
-        _, sums, mass = sparse_lloyd_sums(block, c)
-        return LloydStats(sums, mass)
+        return LloydStats(*sparse_lloyd_sums(block, c))
     c = c.to(block.x.device, block.x.dtype)
     k = c.shape[0]
     lab = _labels(block.x, c, None if c_sq is None else c_sq.to(c.device)).to(block.x.device)

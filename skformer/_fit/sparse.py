@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -58,8 +59,8 @@ def _weights(block: Block) -> np.ndarray | None:
 
 
 def sparse_lloyd_sums(block: Block, c: torch.Tensor):
-    """A sparse block's labels, per-cluster weighted sums (k, d) and masses (k,), float64
-    tensors, from centres ``c`` (k, d) (fit frame)."""
+    """A sparse block's per-cluster weighted sums (k, d) and masses (k,), float64 tensors,
+    from centres ``c`` (k, d) (fit frame)."""
     x = block.x
     cn = c.cpu().numpy().astype(x.dtype, copy=False)
     labels = sparse_nearest(x, cn, _centre_norms(cn))
@@ -73,7 +74,7 @@ def sparse_lloyd_sums(block: Block, c: torch.Tensor):
     # One scatter-add over the stored values, in float64 and in order.
     sums = np.bincount(owner * d + x.indices, weights=values, minlength=k * d).reshape(k, d)
     mass = np.bincount(labels, weights=w, minlength=k).astype(np.float64)
-    return torch.from_numpy(labels), torch.from_numpy(sums), torch.from_numpy(mass)
+    return torch.from_numpy(sums), torch.from_numpy(mass)
 
 
 def sparse_norms(block: Block) -> torch.Tensor:
@@ -101,11 +102,16 @@ def sparse_score(block: Block, c: torch.Tensor, other: torch.Tensor | None):
     return inertia, torch.from_numpy(np.bincount(labels * k + labels2, minlength=k * k))
 
 
-@functools.lru_cache(maxsize=4)
 def _pool(threads: int) -> ThreadPoolExecutor:
     """A process-wide pool of ``threads`` threads, kept between passes and fits: threads
     made anew for every pass would allocate their temporaries in fresh memory each time
-    (a fifth of a step's time at n=1e5, d=1e4)."""
+    (a fifth of a step's time at n=1e5, d=1e4). Keyed by the process too: a forked child
+    (multiprocessing, joblib) inherits the pool object but not its threads."""
+    return _process_pool(threads, os.getpid())
+
+
+@functools.lru_cache(maxsize=4)
+def _process_pool(threads: int, pid: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(threads, thread_name_prefix="skformer-sparse")
 
 
