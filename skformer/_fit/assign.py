@@ -9,14 +9,17 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 import torch
+from sklearn.utils.extmath import row_norms
 
 from ..nn.model import nearest_centre
+from .frame import UNIT_RANGE, ldexp_csr, power_of_two
 
 __all__ = [
     "csr_rows",
     "labels_inertia",
     "sparse_nearest",
     "sparse_row_slices",
+    "sparse_row_squares",
 ]
 
 # Rows per chunk: the float64 temporaries stay a few MiB whatever the data size.
@@ -43,6 +46,13 @@ def sparse_row_slices(x: sp.csr_matrix, values: int = 2**20) -> list[slice]:
     per_row = max(1.0, x.nnz / max(1, n))
     rows = int(min(max(256, values / per_row), max(256, values // 64)))
     return [slice(s, s + rows) for s in range(0, n, rows)]
+
+
+def sparse_row_squares(x: sp.csr_matrix) -> np.ndarray:
+    """Squared norm of each CSR row (m,), summed in float64."""
+    data = x.data.astype(np.float64, copy=False)
+    return np.bincount(np.repeat(np.arange(x.shape[0]), np.diff(x.indptr)),
+                       weights=data * data, minlength=x.shape[0])
 
 
 def sparse_nearest(x: sp.csr_matrix, c: np.ndarray, c_sq: np.ndarray, *,
@@ -78,9 +88,7 @@ def sparse_nearest(x: sp.csr_matrix, c: np.ndarray, c_sq: np.ndarray, *,
         dist += c_sq
         lab = labels[rows_] = dist.argmin(axis=1)
         if distances:
-            data = chunk.data.astype(np.float64, copy=False)
-            x_sq = np.bincount(np.repeat(np.arange(chunk.shape[0]), np.diff(chunk.indptr)),
-                               weights=data * data, minlength=chunk.shape[0])
+            x_sq = sparse_row_squares(chunk)
             nearest = dist[np.arange(chunk.shape[0]), lab].astype(np.float64, copy=False)
             sq[rows_] = np.maximum(x_sq + nearest, 0.0)
     return (labels, sq) if distances else labels
@@ -97,12 +105,8 @@ def _assign_chunk(
 
 
 def _power(c: np.ndarray) -> int:
-    """The power of two to divide by so that the largest magnitude of ``c`` is in [1, 2),
-    or 0 where it already lies within [2**-32, 2**32] (or is 0 or not finite)."""
-    top = float(np.max(np.abs(c), initial=0.0))
-    if top == 0.0 or not np.isfinite(top) or 2.0**-32 <= top <= 2.0**32:
-        return 0
-    return int(np.frexp(top)[1]) - 1
+    """The power of two to divide centres ``c`` by where their magnitudes are extreme."""
+    return power_of_two(float(np.max(np.abs(c), initial=0.0)), UNIT_RANGE)
 
 
 def labels_inertia(
@@ -155,9 +159,8 @@ def _sparse_labels_inertia(X, centers, sample_weight):
     (no translation, which would densify the rows)."""
     power = _power(np.asarray(centers, dtype=np.float64))
     c = np.ldexp(np.asarray(centers, dtype=np.float64), -power)
-    if power:
-        X = sp.csr_matrix((np.ldexp(X.data, -power), X.indices, X.indptr), shape=X.shape)
-    labels, sq = sparse_nearest(X, c, np.einsum("ij,ij->i", c, c), distances=True)
+    labels, sq = sparse_nearest(ldexp_csr(X, -power), c, row_norms(c, squared=True),
+                                distances=True)
     if sample_weight is not None:
         sq = sq * np.asarray(sample_weight, dtype=np.float64)
     return labels.astype(np.int32), float(np.ldexp(sq.sum(), 2 * power))

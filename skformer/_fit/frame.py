@@ -18,9 +18,40 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 
-__all__ = ["Frame", "ModelFrame"]
+__all__ = ["UNIT_RANGE", "Frame", "ModelFrame", "ldexp_csr", "power_of_two"]
+
+# Magnitudes within [1 / UNIT_RANGE, UNIT_RANGE] are left unscaled where a scale would
+# cost a copy (sparse data, assignment): squared distances summed over up to 2**31
+# features then stay far from float32's overflow (2**128) and underflow (2**-126).
+UNIT_RANGE = 2.0**32
+
+
+def power_of_two(top: float, unit_within: float | None = None) -> int:
+    """The power of two that brings a largest magnitude ``top`` into [1, 2); 0 for 0 or
+    a non-finite ``top``, and for ``top`` within ``[1 / unit_within, unit_within]``.
+
+    Examples
+    --------
+    >>> power_of_two(10.0), power_of_two(10.0, unit_within=2.0**32), power_of_two(1e-300)
+    (3, 0, -997)
+    """
+    if top == 0.0 or not np.isfinite(top):
+        return 0
+    if unit_within is not None and 1 / unit_within <= top <= unit_within:
+        return 0
+    return int(np.frexp(top)[1]) - 1
+
+
+def ldexp_csr(x, exponent: int):
+    """CSR ``x`` times ``2**exponent``: ``x`` itself for 0, else a matrix whose new stored
+    values share ``x``'s column indices and row pointers."""
+    if exponent == 0:
+        return x
+    return sp.csr_matrix((np.ldexp(x.data, exponent), x.indices, x.indptr), shape=x.shape,
+                         copy=False)
 
 
 @dataclass(frozen=True)
@@ -54,13 +85,15 @@ class Frame:
         with np.errstate(over="ignore", invalid="ignore"):
             top = float(np.max(np.maximum(np.abs(hi - offset), np.abs(lo - offset)),
                                initial=0.0))
-        power = 0 if top == 0.0 or not np.isfinite(top) else int(np.frexp(top)[1]) - 1
-        if unit_within is not None and 1 / unit_within <= top <= unit_within:
-            power = 0
-        return cls(offset.astype(lo.dtype), power)
+        return cls(offset.astype(lo.dtype), power_of_two(top, unit_within))
 
     def apply(self, x: np.ndarray) -> np.ndarray:
-        """Rows (..., d) of the user's frame in this frame (a new array, same dtype)."""
+        """Rows (..., d) of the user's frame in this frame (a new array, same dtype; CSR
+        rows, in a frame of zero offset: :func:`ldexp_csr`)."""
+        if sp.issparse(x):
+            if np.any(self.offset != 0):
+                raise ValueError("Sparse rows need a frame of zero offset (a scale only).")
+            return ldexp_csr(x, -self.power)
         out = np.subtract(x, self.offset, dtype=self.offset.dtype)
         return np.ldexp(out, -self.power, out=out)
 

@@ -22,7 +22,7 @@ import scipy.sparse as sp
 import torch
 
 from ..nn.model import ExactLloydModel, _argmin_last
-from .sources import ArraySource, Block, Source, sum_parts
+from .sources import Block, DaskSource, Source, sum_parts
 from .sparse import sparse_lloyd_sums, sparse_norms, sparse_score
 
 __all__ = [
@@ -180,7 +180,7 @@ def _dense_step(source: Source, model: ExactLloydModel, c: torch.Tensor):
 def lloyd_step(source: Source, c: torch.Tensor, model: ExactLloydModel | None = None):
     """One step from centres ``c`` (k, d): new centres and the assignment's statistics."""
     if model is not None and model.path == "dense":
-        if not source.in_memory and not isinstance(source, ArraySource):
+        if isinstance(source, DaskSource):
             raise ValueError("path='dense' needs a NumPy array (or memmap) or a sparse "
                              "matrix, not a dask array; use path='fused'.")
         return _dense_step(source, model, c)

@@ -26,7 +26,7 @@ from sklearn.cluster import kmeans_plusplus
 from sklearn.utils.validation import _is_arraylike_not_scalar, check_array
 
 from ..nn.model import ExactLloydModel
-from .frame import Frame, ModelFrame
+from .frame import Frame, ModelFrame, ldexp_csr
 from .learned import LearnedPhase, LearnedSetup, context_indices
 from .lloyd import norms_partial, run_lloyd, same_clustering, score_partial
 from .sources import Source, sum_parts
@@ -129,11 +129,7 @@ def _rescaled_callable(init: Callable, power: int) -> Callable:
     KMeans."""
 
     def scaled_init(X, n_clusters, random_state):
-        if sp.issparse(X):
-            X = X.copy()
-            X.data = np.ldexp(X.data, power)
-        else:
-            X = np.ldexp(X, power)
+        X = ldexp_csr(X, power) if sp.issparse(X) else np.ldexp(X, power)
         centers = init(X, n_clusters, random_state=random_state)
         return np.ldexp(np.asarray(centers, dtype=X.dtype), -power)
 

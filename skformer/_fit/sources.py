@@ -161,10 +161,10 @@ class Source(ABC):
     device: torch.device
     frame: Frame | None = None
     in_memory: bool = False
-    unit_within: float | None = None
-    """See :meth:`Frame.of`: None (dense data) always scales to a power of two."""
     """Whether :meth:`gather` of all rows is cheap (the data are held in memory): the
     initialisation then runs on every row, as KMeans'."""
+    unit_within: float | None = None
+    """See :meth:`Frame.of`: None (dense data) always scales to a power of two."""
 
     @abstractmethod
     def summary(self) -> Summary:

@@ -2,17 +2,17 @@
 
 Dimension legend: ``n`` samples, ``m`` rows of a block, ``d`` features, ``k`` clusters.
 
-A sparse matrix is never densified. Its fit frame is a power-of-two scale only (a
-translation by the mean would fill in every zero), and the scale is 1 unless the values
-are extreme (:attr:`SparseSource.unit_within`): then ``X`` is used as it is, else the
-scaled copy shares its column indices and row pointers. Blocks are row slices of about
+A sparse matrix is never densified. Its fit frame is a scale only (a translation by the
+mean would fill in every zero), and the scale is 1 - ``X`` itself, no copy - unless the
+magnitudes leave ``[2**-32, 2**32]`` (:data:`~skformer._fit.frame.UNIT_RANGE`); then a
+power of two, whose copy of the stored values shares ``X``'s column indices and row
+pointers. Blocks are row slices of about
 2**20 stored values handed out as ``scipy.sparse.csr_matrix`` views; the kernels below
 compute, per block, what the dense kernels of :mod:`.lloyd` compute:
 
 - the nearest centre: ``argmin |c|^2 - 2 x.c``, the products summed over each row's
   stored values in order in the data's dtype (KMeans' sparse kernel);
-- the per-cluster sums and masses, in float64 (one sparse product with the
-  assignment's indicator matrix);
+- the per-cluster sums and masses, in float64 (one scatter-add of the stored values);
 - squared distances from the same products, ``|x|^2 + |c|^2 - 2 x.c`` (see
   :func:`~skformer._fit.assign.sparse_nearest`).
 
@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
+from sklearn.utils.extmath import row_norms
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
 from .assign import (
@@ -37,8 +38,9 @@ from .assign import (
     labels_inertia,
     sparse_nearest,
     sparse_row_slices,
+    sparse_row_squares,
 )
-from .frame import Frame
+from .frame import UNIT_RANGE, Frame
 from .sources import Block, Source, Summary
 
 __all__ = [
@@ -47,11 +49,6 @@ __all__ = [
     "sparse_norms",
     "sparse_score",
 ]
-
-
-def _centre_norms(c: np.ndarray) -> np.ndarray:
-    """Squared norms of centres (k, d), as KMeans computes them (``row_norms``)."""
-    return np.einsum("ij,ij->i", c, c)
 
 
 def _weights(block: Block) -> np.ndarray | None:
@@ -63,7 +60,7 @@ def sparse_lloyd_sums(block: Block, c: torch.Tensor):
     from centres ``c`` (k, d) (fit frame)."""
     x = block.x
     cn = c.cpu().numpy().astype(x.dtype, copy=False)
-    labels = sparse_nearest(x, cn, _centre_norms(cn))
+    labels = sparse_nearest(x, cn, row_norms(cn, squared=True))
     k, d = cn.shape
     w = _weights(block)
     counts = np.diff(x.indptr)
@@ -79,9 +76,7 @@ def sparse_lloyd_sums(block: Block, c: torch.Tensor):
 
 def sparse_norms(block: Block) -> torch.Tensor:
     """A sparse block's weighted sum of squared norms (float64)."""
-    x = block.x
-    sq = np.bincount(np.repeat(np.arange(x.shape[0]), np.diff(x.indptr)),
-                     weights=np.square(x.data.astype(np.float64)), minlength=x.shape[0])
+    sq = sparse_row_squares(block.x)
     w = _weights(block)
     return torch.tensor(float((sq if w is None else sq * w).sum()), dtype=torch.float64)
 
@@ -91,13 +86,13 @@ def sparse_score(block: Block, c: torch.Tensor, other: torch.Tensor | None):
     with ``other`` centres, the (k * k,) contingency table of the two assignments."""
     x = block.x
     cn = c.cpu().numpy().astype(x.dtype, copy=False)
-    labels, sq = sparse_nearest(x, cn, _centre_norms(cn), distances=True)
+    labels, sq = sparse_nearest(x, cn, row_norms(cn, squared=True), distances=True)
     w = _weights(block)
     inertia = torch.tensor(float((sq if w is None else sq * w).sum()), dtype=torch.float64)
     if other is None:
         return inertia, None
     on = other.cpu().numpy().astype(x.dtype, copy=False)
-    labels2 = sparse_nearest(x, on, _centre_norms(on))
+    labels2 = sparse_nearest(x, on, row_norms(on, squared=True))
     k = cn.shape[0]
     return inertia, torch.from_numpy(np.bincount(labels * k + labels2, minlength=k * k))
 
@@ -148,10 +143,9 @@ class SparseSource(Source):
     """
 
     in_memory = True
-    # The scale stays 1 (no copy of the stored values, KMeans' arithmetic exactly) while
-    # the largest magnitude is within [2**-32, 2**32]: squared distances summed over up to
-    # 2**31 features then stay far from float32's overflow (2**128) and underflow (2**-126).
-    unit_within = 2.0**32
+    # The scale stays 1 (no copy of the stored values, KMeans' arithmetic exactly) unless
+    # the magnitudes are extreme.
+    unit_within = UNIT_RANGE
 
     def __init__(self, X, w: np.ndarray | None, device: torch.device):
         self.X, self.w = X, w
@@ -179,12 +173,8 @@ class SparseSource(Source):
                        finite, unit, low)
 
     def set_frame(self, frame: Frame) -> None:
-        if np.any(frame.offset != 0):
-            raise ValueError("A sparse source's frame is a scale only (zero offset).")
         super().set_frame(frame)
-        X = self.X
-        data = X.data if frame.power == 0 else np.ldexp(X.data, -frame.power).astype(X.dtype)
-        self._fitted = sp.csr_matrix((data, X.indices, X.indptr), shape=X.shape, copy=False)
+        self._fitted = sp.csr_matrix(frame.apply(self.X), copy=False)  # a matrix, not array
         self._blocks = [(csr_rows(self._fitted, s), s) for s in sparse_row_slices(self._fitted)]
 
     def gather(self, index):
