@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 from sklearn.utils.extmath import row_norms
 
-from ..nn.model import nearest_centre
 from .frame import UNIT_RANGE, ldexp_csr, power_of_two
 
 __all__ = [
@@ -22,8 +20,10 @@ __all__ = [
     "sparse_row_squares",
 ]
 
-# Rows per chunk: the float64 temporaries stay a few MiB whatever the data size.
+# Rows per chunk, and their (rows, k) distances: the float64 temporaries stay within
+# the caches whatever the data size.
 _ROWS = 2**11
+_DISTANCES = 2**16
 # Largest (rows, k) block of sparse-dense products computed at once.
 _PRODUCTS = 2**20
 
@@ -94,37 +94,137 @@ def sparse_nearest(x: sp.csr_matrix, c: np.ndarray, c_sq: np.ndarray, *,
     return (labels, sq) if distances else labels
 
 
-def _assign_chunk(
-    x: torch.Tensor, c: torch.Tensor, w: torch.Tensor | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Nearest centre (x (1, m, d), c (1, k, d)) and the weighted sum of squared
-    distances to it, the differences summed literally."""
-    lab = nearest_centre(x, c, chunk_rows=x.shape[1])[0]
-    sq = (x[0] - c[0, lab]).square().sum(-1)
-    return lab, (sq if w is None else sq * w).sum()
+# Relative rounding of a computed ``|c|^2 - 2 x.c`` against ``(|x| + |c|)^2``, per
+# feature: a dot product of d terms is within ``d * eps`` of ``|x| |c|`` (any order of
+# summation, fused or not), the norm and the sum add a few more roundings, and the rows
+# and centres themselves were rounded once by the frame's translation. Doubled for margin;
+# the absolute term covers products that underflow.
+_ROUNDING = 2 * np.finfo(np.float64).eps
+_UNDERFLOW = 2 * np.finfo(np.float64).tiny
 
 
-def _power(c: np.ndarray) -> int:
-    """The power of two to divide centres ``c`` by where their magnitudes are extreme."""
+def _certain_labels(expanded: np.ndarray, x_norm: np.ndarray, c_norm: np.ndarray,
+                    d: int) -> tuple[np.ndarray, np.ndarray]:
+    """The argmin of each row of ``expanded`` (m, k), ``|c|^2 - 2 x.c`` in float64, and
+    whether it is certainly the nearest centre (lowest index on ties). ``x_norm`` (m,)
+    and ``c_norm`` (k,) are the norms of the rows and centres.
+
+    The value for centre j is within ``bound_j = F (|x| + |c_j|)^2`` of the true one.
+    A row is certain when the gap to its second-lowest value exceeds twice the bound of
+    the largest centre (one pass); the rows that fail that check are certain when every
+    other centre's value, less its own bound, lies above the chosen one's plus its own.
+    """
+    factor = (d + 8) * _ROUNDING
+    rows = np.arange(expanded.shape[0])
+    labels = expanded.argmin(axis=1)
+    best = expanded[rows, labels]
+    expanded[rows, labels] = np.inf
+    second = expanded.min(axis=1, initial=np.inf)
+    expanded[rows, labels] = best
+    top = float(np.max(c_norm, initial=0.0))
+    certain = second - best > 2 * (factor * np.square(x_norm + top) + (d + 8) * _UNDERFLOW)
+    if not certain.all():
+        redo = np.flatnonzero(~certain)
+        bound = np.square(np.add.outer(x_norm[redo], c_norm))
+        bound *= factor
+        bound += (d + 8) * _UNDERFLOW
+        high = best[redo] + bound[np.arange(redo.size), labels[redo]]
+        low = np.subtract(expanded[redo], bound, out=bound)
+        low[np.arange(redo.size), labels[redo]] = np.inf
+        certain[redo] = low.min(axis=1, initial=np.inf) > high
+    return labels, certain
+
+
+def _literal_labels(x: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Nearest centre of rows ``x`` (m, d) among ``c`` (k, d), both in the user's frame,
+    from the literal differences (float64), lowest index on ties. Each row's differences
+    are scaled by the power of two of its nearest candidate's largest one, so its
+    squared distances neither overflow nor underflow. Chunked so that the (rows, k, d)
+    differences stay about 2**20 values."""
+    rows = max(1, _PRODUCTS // max(1, c.shape[0] * c.shape[1]))
+    out = np.empty(x.shape[0], dtype=np.int64)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        for s in range(0, x.shape[0], rows):
+            diff = x[s : s + rows, None, :] - c[None]
+            top = np.abs(diff).max(axis=2).min(axis=1)  # (rows,)
+            power = np.frexp(np.where(top > 0, top, 1.0))[1]
+            diff = np.ldexp(diff, -power[:, None, None])
+            out[s : s + rows] = np.einsum("mkd,mkd->mk", diff, diff).argmin(axis=1)
+    return out
+
+
+def _squares(diff: np.ndarray, w: np.ndarray | None) -> float:
+    """``sum_i w_i |diff_i|^2`` of rows ``diff`` (m, d) (float64), summed in a frame
+    scaled by the power of two of the largest difference, so the squares neither
+    underflow nor overflow unless the total does."""
+    power = power_of_two(float(np.max(np.abs(diff), initial=0.0)), UNIT_RANGE)
+    scaled = np.ldexp(diff, -power) if power else diff
+    sq = np.einsum("md,md->m", scaled, scaled)
+    if w is not None:
+        sq *= w
+    with np.errstate(over="ignore"):
+        return float(np.ldexp(sq.sum(), 2 * power))
+
+
+def _scale(c: np.ndarray) -> int:
+    """The power of two that brings the centres' largest magnitude into [1, 2) where it
+    lies outside :data:`~skformer._fit.frame.UNIT_RANGE` (0 inside it)."""
     return power_of_two(float(np.max(np.abs(c), initial=0.0)), UNIT_RANGE)
+
+
+def _nearest_chunk(x: np.ndarray, centers: np.ndarray, power: int, shift: np.ndarray,
+                   c_shifted: np.ndarray, c_sq: np.ndarray, c_norm: np.ndarray,
+                   buffer: np.ndarray) -> np.ndarray:
+    """Nearest centre of float64 rows ``x`` (m, d) among ``centers`` (k, d) (user
+    frame): one matrix product on rows and centres scaled by ``2**-power`` and translated
+    by ``shift`` (``c_shifted``, with squared norms ``c_sq`` and norms ``c_norm``), and
+    the literal differences for the rows whose answer from that product is not certain
+    (a far centre made the translation coarse, or a near tie). ``buffer``: at least
+    (m, k) float64 values to work in, reused from chunk to chunk."""
+    m, k = x.shape[0], centers.shape[0]
+    xs = np.ldexp(x, -power) if power else x.copy()
+    xs -= shift
+    expanded = np.matmul(xs, c_shifted.T, out=buffer[: m * k].reshape(m, k))
+    expanded *= -2.0
+    expanded += c_sq
+    with np.errstate(over="ignore", under="ignore"):
+        x_norm = np.sqrt(np.einsum("md,md->m", xs, xs))
+        labels, certain = _certain_labels(expanded, x_norm, c_norm, x.shape[1])
+    if not certain.all():
+        unsure = np.flatnonzero(~certain)
+        labels[unsure] = _literal_labels(x[unsure], centers)
+    return labels
 
 
 def labels_inertia(
     X: np.ndarray, centers: np.ndarray, sample_weight: np.ndarray | None = None
 ) -> tuple[np.ndarray, float]:
-    """Nearest centre of each row (float64 arithmetic, row by row) and the inertia.
+    """Nearest centre of each row and the inertia, in float64, whatever the magnitudes.
 
     Parameters
     ----------
-    X : ndarray of shape (n, d)
+    X : ndarray or CSR matrix of shape (n, d)
     centers : ndarray of shape (k, d)
     sample_weight : ndarray of shape (n,), default=None
 
     Returns
     -------
     labels : ndarray of shape (n,), int32
+        Each row's nearest centre by the literal differences ``x - c`` (lowest index
+        on ties).
     inertia : float
         ``sum_i w_i ||x_i - c_{label_i}||^2`` with the differences summed literally.
+
+    Notes
+    -----
+    The nearest centre is the argmin of ``|c|^2 - 2 x.c`` (one matrix product per chunk
+    of rows), on rows and centres translated by the centres' per-feature median (so data
+    far from the origin do not cancel, and a few far centres do not move the
+    translation) and scaled by a power of two where the centres' magnitudes are extreme.
+    A row whose answer is not certain within the rounding bound of that form is decided
+    by its literal differences to every centre. The inertia sums the literal squared
+    differences, scaled by a power of two per chunk so that they neither underflow nor
+    overflow (the sum is scaled back).
 
     Examples
     --------
@@ -134,33 +234,69 @@ def labels_inertia(
     """
     if sp.issparse(X):
         return _sparse_labels_inertia(X, centers, sample_weight)
-    # Both sides translated by the centres' mean: nearest centres and differences are
-    # unchanged, and |c|^2 - 2 x.c does not cancel for data far from the origin; and
-    # scaled by a power of two where the centres' magnitudes are extreme, so squared
-    # distances neither underflow nor overflow (the inertia is scaled back).
-    shift = np.asarray(centers, dtype=np.float64).mean(axis=0)
-    power = _power(np.asarray(centers, dtype=np.float64) - shift)
-    c = torch.from_numpy(np.ldexp(np.asarray(centers, dtype=np.float64) - shift, -power))[None]
+    centers = np.asarray(centers, dtype=np.float64)
+    power = _scale(centers)
+    c = np.ldexp(centers, -power)
+    shift = np.median(c, axis=0)
+    c_shifted = c - shift
+    with np.errstate(under="ignore"):
+        c_sq = np.einsum("kd,kd->k", c_shifted, c_shifted)
+    c_norm = np.sqrt(c_sq)
     labels = np.empty(X.shape[0], dtype=np.int32)
     inertia = 0.0
-    for s in range(0, X.shape[0], _ROWS):
-        x = torch.from_numpy(np.ldexp(np.asarray(X[s : s + _ROWS], dtype=np.float64) - shift,
-                                      -power))[None]
-        w = None if sample_weight is None else torch.tensor(
-            np.asarray(sample_weight[s : s + _ROWS], dtype=np.float64))
-        lab, part = _assign_chunk(x, c, w)
-        labels[s : s + _ROWS] = lab.numpy()
-        inertia += float(part)
-    return labels, float(np.ldexp(inertia, 2 * power))
+    rows = max(64, min(_ROWS, _DISTANCES // centers.shape[0]))
+    buffer = np.empty(rows * centers.shape[0])
+    for s in range(0, X.shape[0], rows):
+        x = np.asarray(X[s : s + rows], dtype=np.float64)
+        lab = labels[s : s + rows] = _nearest_chunk(x, centers, power, shift, c_shifted,
+                                                    c_sq, c_norm, buffer)
+        w = None if sample_weight is None else np.asarray(sample_weight[s : s + rows],
+                                                          dtype=np.float64)
+        inertia += _squares(x - centers[lab], w)
+    return labels, inertia
 
 
 def _sparse_labels_inertia(X, centers, sample_weight):
-    """:func:`labels_inertia` of CSR rows: one pass of sparse-dense products in float64
-    (no translation, which would densify the rows)."""
-    power = _power(np.asarray(centers, dtype=np.float64))
-    c = np.ldexp(np.asarray(centers, dtype=np.float64), -power)
-    labels, sq = sparse_nearest(ldexp_csr(X, -power), c, row_norms(c, squared=True),
-                                distances=True)
-    if sample_weight is not None:
-        sq = sq * np.asarray(sample_weight, dtype=np.float64)
-    return labels.astype(np.int32), float(np.ldexp(sq.sum(), 2 * power))
+    """:func:`labels_inertia` of CSR rows, chunk by chunk, never densified but for the
+    rows whose answer is not certain: the nearest centre from sparse-dense products in
+    float64 (no translation, which would fill the zeros), certified as for dense rows;
+    each row's squared distance as ``sum over stored values of (x_j - c_j)^2`` plus the
+    centre's squared norm off them. A row whose label is not certain, or whose distance
+    that last term could round by more than 1e-9 of it, is densified and done literally."""
+    centers = np.asarray(centers, dtype=np.float64)
+    power = _scale(centers)
+    c = np.ldexp(centers, -power)
+    c_sq = row_norms(c, squared=True)
+    c_norm, ct = np.sqrt(c_sq), np.ascontiguousarray(c.T)
+    m_all, (k, d) = X.shape[0], c.shape
+    w_all = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    labels = np.empty(m_all, dtype=np.int32)
+    scaled, literal = 0.0, 0.0  # the certain rows' sum (scaled frame), the others'
+    rows = max(1, _PRODUCTS // max(1, k))
+    chunks = [slice(s, min(s + rows, b.stop, m_all))
+              for b in sparse_row_slices(X) for s in range(b.start, min(b.stop, m_all), rows)]
+    for part in chunks:
+        x = ldexp_csr(csr_rows(X, part), -power).astype(np.float64)
+        expanded = np.asarray(x @ ct)
+        expanded *= -2.0
+        expanded += c_sq
+        with np.errstate(under="ignore"):
+            lab, certain = _certain_labels(expanded, np.sqrt(sparse_row_squares(x)),
+                                           c_norm, d)
+            owner = np.repeat(np.arange(x.shape[0]), np.diff(x.indptr))
+            cv = c[lab[owner], x.indices]
+            on = np.bincount(owner, weights=np.square(x.data - cv), minlength=x.shape[0])
+            off = c_sq[lab] - np.bincount(owner, weights=cv * cv, minlength=x.shape[0])
+        dist = on + np.maximum(off, 0.0)
+        certain &= c_sq[lab] * ((d + 8) * _ROUNDING) + _UNDERFLOW <= 1e-9 * dist
+        w = None if w_all is None else w_all[part]
+        if not certain.all():
+            unsure = np.flatnonzero(~certain)
+            dense = csr_rows(X, part)[unsure].toarray().astype(np.float64)
+            lab[unsure] = _literal_labels(dense, centers)
+            literal += _squares(dense - centers[lab[unsure]], None if w is None else w[unsure])
+            dist[unsure] = 0.0
+        labels[part] = lab
+        scaled += float(dist @ w) if w is not None else float(dist.sum())
+    with np.errstate(over="ignore"):
+        return labels, float(np.ldexp(scaled, 2 * power)) + literal

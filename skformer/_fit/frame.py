@@ -102,8 +102,10 @@ class Frame:
         return np.ldexp(c, self.power) + self.offset
 
     def squared_to_user(self, value: float) -> float:
-        """A squared distance (or a sum of them) of this frame in the user's units."""
-        return float(np.ldexp(value, 2 * self.power))
+        """A squared distance (or a sum of them) of this frame in the user's units (inf
+        where it exceeds float64's range: data near 1e300 have such squares)."""
+        with np.errstate(over="ignore"):
+            return float(np.ldexp(value, 2 * self.power))
 
     def squared_from_user(self, value: float) -> float:
         return float(np.ldexp(value, -2 * self.power))
