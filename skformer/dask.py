@@ -17,13 +17,14 @@ the blocks. dask is imported lazily; see the user guide page "Dask" of the docum
 
 from __future__ import annotations
 
+import functools
 from numbers import Real
 
 import numpy as np
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from ._fit import dask_labels, labels_inertia
+from ._fit import WeightStats, dask_labels, labels_inertia
 
 __all__ = ["predict_dask", "score_dask", "transform_dask", "validate_dask"]
 
@@ -152,11 +153,14 @@ def score_dask(estimator, X, sample_weight=None) -> float:
              for xb, wb in zip(X.to_delayed().ravel(),
                                [None] * X.numblocks[0] if w is None
                                else w.to_delayed().ravel(), strict=True)]
-    return -float(sum(dask.compute(*parts)))
+    parts = dask.compute(*parts)
+    functools.reduce(WeightStats.merge, [stats for _, stats in parts]).check(negative=True)
+    return -float(sum(inertia for inertia, _ in parts))
 
 
 def _inertia_block(xb, wb, centers):
-    return labels_inertia(np.asarray(xb), centers, None if wb is None else np.asarray(wb))[1]
+    w = None if wb is None else np.asarray(wb)
+    return labels_inertia(np.asarray(xb), centers, w)[1], WeightStats.of(w)
 
 
 def _distances_block(xb, centers):

@@ -147,6 +147,18 @@ def test_errors(client):
         ExactLloydTransformer(2).fit(da.zeros((10, 2, 2), chunks=5))
     with pytest.raises(ValueError, match="Negative values in data passed to `sample_weight`"):
         ExactLloydTransformer(2).fit(X, sample_weight=-da.ones(X.shape[0], chunks=500))
+    n = X.shape[0]
+    for weights, message in [
+        (da.full(n, np.nan, chunks=500), "Input sample_weight contains NaN"),
+        (da.ones(n, chunks=500).map_blocks(lambda b: np.r_[np.inf, b[1:]]),
+         "Input sample_weight contains infinity"),
+        (da.zeros(n, chunks=500), "Sample weights must contain at least one non-zero number"),
+    ]:
+        for Estimator in (ExactLloydTransformer, TransformerKMeans):
+            with pytest.raises(ValueError, match=message):
+                Estimator(2).fit(X, sample_weight=weights)
+        with pytest.raises(ValueError, match=message):
+            ExactLloydTransformer(2).fit(X).score(X, sample_weight=weights)
     with pytest.raises(ValueError, match=r"sample_weight.shape == \(5,\), expected"):
         ExactLloydTransformer(2).fit(X, sample_weight=da.ones(5))
     with pytest.raises(ValueError, match="NaN or infinity"):

@@ -15,7 +15,7 @@ from .assign import labels_inertia
 from .containers import as_source
 from .learned import LearnedSetup
 from .runs import INIT_SAMPLE, FitResult, FitSpec, fit
-from .sources import Source, dask_labels, is_dask
+from .sources import Source, WeightStats, dask_labels, is_dask
 
 __all__ = [
     "INIT_SAMPLE",
@@ -23,6 +23,7 @@ __all__ = [
     "FitSpec",
     "LearnedSetup",
     "Source",
+    "WeightStats",
     "as_source",
     "dask_labels",
     "fit",

@@ -144,9 +144,8 @@ class _Fit:
         summary = source.summary()
         if not summary.finite:
             raise ValueError("Input X contains NaN or infinity.")
-        if summary.weight_low < 0:
-            raise ValueError("Negative values in data passed to `sample_weight`")
-        if summary.unit_weights:
+        summary.weights.check()
+        if summary.weights.unit:
             source.drop_weights()
         self.frame = frame = Frame.of(summary.lo, summary.hi, summary.mean,
                                       unit_within=source.unit_within)

@@ -37,6 +37,7 @@ __all__ = [
     "DaskSource",
     "Source",
     "Summary",
+    "WeightStats",
     "dask_labels",
     "is_dask",
 ]
@@ -53,6 +54,48 @@ _FAN_IN = 8
 def is_dask(X) -> bool:
     """Whether ``X`` is a dask collection (told apart without importing dask)."""
     return type(X).__module__.startswith("dask.")
+
+
+class WeightStats(NamedTuple):
+    """What one pass tells of the sample weights: the one validation of weights that
+    every container shares (a NumPy array's weights were also checked up front)."""
+
+    low: float = 1.0
+    """The smallest weight (1.0 without weights)."""
+    unit: bool = True
+    """Whether every weight is 1."""
+    nan: bool = False
+    inf: bool = False
+    nonzero: bool = True
+    """Whether some weight is not 0."""
+
+    @classmethod
+    def of(cls, w: np.ndarray | None) -> WeightStats:
+        """The statistics of weights ``w`` (None: all 1)."""
+        if w is None or w.size == 0:
+            return cls()
+        w = np.asarray(w)
+        return cls(float(np.nanmin(w)) if not np.isnan(w).all() else 1.0,
+                   bool(np.all(w == 1)), bool(np.isnan(w).any()), bool(np.isinf(w).any()),
+                   bool(np.any(w != 0)))
+
+    def merge(self, other: WeightStats) -> WeightStats:
+        return WeightStats(min(self.low, other.low), self.unit and other.unit,
+                           self.nan or other.nan, self.inf or other.inf,
+                           self.nonzero or other.nonzero)
+
+    def check(self, *, negative: bool = False) -> None:
+        """Raise KMeans' errors for NaN, infinite, all-zero or (unless ``negative``, as
+        in ``score``) negative weights."""
+        if self.nan:
+            raise ValueError("Input sample_weight contains NaN.")
+        if self.inf:
+            raise ValueError("Input sample_weight contains infinity or a value too large "
+                             "for dtype('float64').")
+        if self.low < 0 and not negative:
+            raise ValueError("Negative values in data passed to `sample_weight`")
+        if not self.nonzero:
+            raise ValueError("Sample weights must contain at least one non-zero number.")
 
 
 class Block(NamedTuple):
@@ -81,9 +124,7 @@ class Summary:
     exactly ``X.mean(axis=0)``, which KMeans centres by; for a dask array the float64
     mean of the blocks, rounded to the dtype."""
     finite: bool
-    unit_weights: bool
-    weight_low: float
-    """The smallest weight (1.0 without weights)."""
+    weights: WeightStats
 
 
 def _merge_tree(parts: list, combine: Callable[[list], Any]):
@@ -113,33 +154,29 @@ def _block_summary(x: np.ndarray, w: np.ndarray | None):
         x64 = x.astype(np.float64, copy=False)
         mean = x64.mean(0) if x.shape[0] else np.zeros(x.shape[1])
         m2 = np.square(x64 - mean).sum(0)
-    if w is None:
-        low, unit = 1.0, True
-    else:
-        low, unit = float(np.min(w)) if w.size else 1.0, bool(np.all(w == 1))
-    return (x.shape[0], x.min(0), x.max(0), mean, m2, finite, low, unit)
+    return (x.shape[0], x.min(0), x.max(0), mean, m2, finite, WeightStats.of(w))
 
 
 def _combine_summaries(parts):
-    n, lo, hi, mean, m2, finite, low, unit = parts[0]
+    n, lo, hi, mean, m2, finite, weights = parts[0]
     with np.errstate(over="ignore", invalid="ignore"):
-        for nb, lob, hib, meanb, m2b, finb, lowb, unitb in parts[1:]:
+        for nb, lob, hib, meanb, m2b, finb, weightsb in parts[1:]:
             total = n + nb
             delta = meanb - mean
             mean = mean + delta * (nb / total)
             m2 = m2 + m2b + np.square(delta) * (n * nb / total)
             n, lo, hi = total, np.minimum(lo, lob), np.maximum(hi, hib)
-            finite, low, unit = finite and finb, min(low, lowb), unit and unitb
-    return (n, lo, hi, mean, m2, finite, low, unit)
+            finite, weights = finite and finb, weights.merge(weightsb)
+    return (n, lo, hi, mean, m2, finite, weights)
 
 
 def _summary(stats, mean: np.ndarray | None = None) -> Summary:
-    n, lo, hi, mean64, m2, finite, low, unit = stats
+    n, lo, hi, mean64, m2, finite, weights = stats
     with np.errstate(over="ignore", invalid="ignore"):
         variance = float(np.mean(m2 / n))
         if mean is None:
             mean = mean64.astype(lo.dtype)
-    return Summary(n, lo, hi, variance, mean, finite, unit, low)
+    return Summary(n, lo, hi, variance, mean, finite, weights)
 
 
 def column_mean(X: np.ndarray) -> np.ndarray:

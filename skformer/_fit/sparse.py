@@ -41,7 +41,7 @@ from .assign import (
     sparse_row_squares,
 )
 from .frame import UNIT_RANGE, Frame
-from .sources import Block, Source, Summary
+from .sources import Block, Source, Summary, WeightStats
 
 __all__ = [
     "SparseSource",
@@ -166,11 +166,8 @@ class SparseSource(Source):
             variance = float(np.mean(mean_variance_axis(X, axis=0)[1]))
         else:
             variance = float("nan")
-        w = self.w
-        low = 1.0 if w is None or len(w) == 0 else float(np.min(w))
-        unit = w is None or bool(np.all(w == 1))
         return Summary(self.n_samples, lo, hi, variance, np.zeros(self.n_features, X.dtype),
-                       finite, unit, low)
+                       finite, WeightStats.of(self.w))
 
     def set_frame(self, frame: Frame) -> None:
         super().set_frame(frame)
