@@ -345,3 +345,60 @@ def test_transformer_kmeans_retrains_a_broken_cache_file(_cache, good_file, tiny
         fit = TransformerKMeans(3, random_state=1, device="cpu", learned_starts=1).fit(X)
     assert np.isfinite(fit.inertia_) and len(tiny_on_demand) == 1
     assert path.read_bytes() != broken
+
+
+# ------------------------------------------------------- a file under another model's name
+
+
+def _other_model_file(d, k, embedding, folder: Path) -> bytes:
+    """The bytes of a valid model file of another shape or embedding."""
+    from skformer.nn.learned import LearnedKMeansModel
+    from skformer.store import save_model
+
+    path = save_model(folder / "other.safetensors",
+                      LearnedKMeansModel.from_exact(d, k, embedding=embedding))
+    return path.read_bytes()
+
+
+MISNAMED = [  # (what the file holds, the name it is under)
+    ((2, 7, "binary"), "d2_k3_binary_l2.safetensors"),
+    ((2, 3, "binary"), "d2_k3_onehot_l2.safetensors"),
+    ((4, 3, "binary"), "d2_k3_binary_l2.safetensors"),
+]
+
+
+@pytest.mark.parametrize(("holds", "name"), MISNAMED)
+def test_read_model_refuses_a_file_under_another_models_name(tmp_path, holds, name):
+    path = tmp_path / name
+    path.write_bytes(_other_model_file(*holds, tmp_path))
+    with pytest.raises(ModelStoreError, match=r"holds a model for \(d, k, embedding, loss\)"):
+        read_model(path)
+    read_model(tmp_path / "other.safetensors")  # a name that promises nothing
+
+
+@pytest.mark.parametrize(("holds", "name"), MISNAMED)
+def test_transformer_kmeans_never_runs_a_misnamed_cache_file(_cache, tiny_on_demand, holds,
+                                                              name):
+    """The estimator's own read path checks the key as load_model does: an error without
+    pretraining, else one warning, one new training run and a fit."""
+    import warnings
+
+    import numpy as np
+
+    from skformer import TransformerKMeans
+
+    _cache.mkdir()
+    (_cache / name).write_bytes(_other_model_file(*holds, _cache.parent))
+    embedding = name.split("_")[2]
+    X = np.random.default_rng(0).normal(size=(60, 2)) + np.repeat(np.eye(3, 2) * 8, 20, 0)
+    est = dict(random_state=0, device="cpu", learned_starts=1, embedding=embedding)
+    with pytest.raises(ModelStoreError, match="holds a model for"):
+        TransformerKMeans(3, pretrain=False, **est).fit(X)
+    assert tiny_on_demand == []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = TransformerKMeans(3, **est).fit(X)
+    retrain = [w for w in caught if "Pretraining it again" in str(w.message)]
+    assert len(retrain) == 1, [str(w.message) for w in caught]
+    assert fit.learned_used_ and np.isfinite(fit.inertia_) and len(tiny_on_demand) == 1
+    read_model(_cache / name)  # the cache holds the right model now

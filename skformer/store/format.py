@@ -24,6 +24,7 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import struct
 import tempfile
 from dataclasses import dataclass
@@ -169,6 +170,33 @@ def save_model(
     return path
 
 
+# The file name of a stored model (see :func:`skformer.store.model_filename`).
+_KEYED_NAME = re.compile(r"d(\d+)_k(\d+)_([a-z0-9]+)_([a-z0-9]+)\.safetensors")
+
+
+def _name_key(path: Path) -> tuple | None:
+    """The ``(d, k, embedding, loss)`` a file's name promises, None for another name."""
+    match = _KEYED_NAME.fullmatch(path.name)
+    if match is None:
+        return None
+    d, k, embedding, loss = match.groups()
+    return int(d), int(k), embedding, loss
+
+
+def _check_key(metadata: dict, expect: tuple, path: Path) -> None:
+    """The model's ``(d, k, embedding, loss)`` is ``expect``, or ModelStoreError (a
+    model trained without a recorded loss takes the expected one)."""
+    config = metadata.get("model_config") or {}
+    trained = metadata.get("training_config") or {}
+    found = (config.get("n_features"), config.get("n_clusters"), config.get("embedding"),
+             trained.get("loss", expect[3]))
+    if found != tuple(expect):
+        raise ModelStoreError(
+            f"{path} holds a model for (d, k, embedding, loss) = {found}, expected "
+            f"{tuple(expect)}."
+        )
+
+
 def _read_header(data: bytes, path: Path) -> dict:
     """The safetensors JSON header, or a ModelStoreError saying why there is none."""
     if len(data) < 8:
@@ -188,8 +216,8 @@ def _read_header(data: bytes, path: Path) -> dict:
     return header
 
 
-def read_model(path: str | os.PathLike, *, map_location: str | torch.device = "cpu"
-               ) -> StoredModel:
+def read_model(path: str | os.PathLike, *, map_location: str | torch.device = "cpu",
+               expect: tuple | None = None) -> StoredModel:
     """Read and verify a model file written by :func:`save_model`.
 
     The weights are decoded on the CPU first and then moved to ``map_location``, so a
@@ -199,6 +227,10 @@ def read_model(path: str | os.PathLike, *, map_location: str | torch.device = "c
     ----------
     path : path-like
     map_location : str or torch.device, default="cpu"
+    expect : tuple (d, k, embedding, loss), default=None
+        The model the file must hold. By default, what a store file name
+        (``d{d}_k{k}_{embedding}_{loss}.safetensors``) promises; another name promises
+        nothing.
 
     Returns
     -------
@@ -209,7 +241,8 @@ def read_model(path: str | os.PathLike, *, map_location: str | torch.device = "c
     ------
     ModelStoreError
         If the file is not safetensors, is truncated, is not a skformer model, has an
-        unsupported format version, or fails the content-hash check.
+        unsupported format version, fails the content-hash check, or holds a model for
+        another shape, embedding or loss than ``expect`` (or its name) says.
     FileNotFoundError
         If there is no such file.
     """
@@ -237,6 +270,9 @@ def read_model(path: str | os.PathLike, *, map_location: str | torch.device = "c
         )
     if metadata.get("content_hash") != _content_hash(tensors, metadata):
         raise ModelStoreError(f"{path} is corrupted: content hash mismatch.")
+    expect = _name_key(path) if expect is None else expect
+    if expect is not None:
+        _check_key(metadata, expect, path)
     try:
         model = LearnedKMeansModel(**metadata["model_config"])
         model.load_state_dict(tensors)

@@ -229,19 +229,6 @@ def on_demand_config(n_features: int, n_clusters: int, embedding: str = "binary"
 _on_demand_config = on_demand_config
 
 
-def _read_checked(path: Path, key: tuple, device) -> LearnedKMeansModel:
-    stored = read_model(path, map_location=device)
-    config = stored.metadata["model_config"]
-    trained = stored.metadata.get("training_config") or {}
-    found = (config.get("n_features"), config.get("n_clusters"), config.get("embedding"),
-             trained.get("loss", key[3]))
-    if found != key:
-        raise ModelStoreError(
-            f"{path} holds a model for (d, k, embedding, loss) = {found}, expected {key}."
-        )
-    return stored.model
-
-
 def load_model(
     n_features: int,
     n_clusters: int,
@@ -293,16 +280,17 @@ def load_model(
     key = (d, k, embedding, loss)
     cached = cache_dir() / model_filename(*key)
 
-    def read_stored() -> LearnedKMeansModel | None:
+    def read_stored(warn: bool = True) -> LearnedKMeansModel | None:
         path = find_model(*key[:2], embedding=embedding, loss=loss)
         if path is None:
             return None
         if path != cached or not pretrain:
-            return _read_checked(path, key, device)
+            return read_model(path, map_location=device, expect=key).model
         try:
-            return _read_checked(path, key, device)
+            return read_model(path, map_location=device, expect=key).model
         except ModelStoreError as exc:
-            warnings.warn(f"{exc} Pretraining it again.", UserWarning, stacklevel=3)
+            if warn:
+                warnings.warn(f"{exc} Pretraining it again.", UserWarning, stacklevel=3)
             return None
 
     model = read_stored()
@@ -316,7 +304,9 @@ def load_model(
             "skformer.pretrain(...), or pass pretrain=True."
         )
     with _locked(cached):
-        model = read_stored()  # another process may have trained it while we waited
+        # Another process may have trained it while we waited (the broken file, if any,
+        # was reported above).
+        model = read_stored(warn=False)
         if model is not None:
             return model
         logger.info("pretraining on demand a model for d=%d, k=%d, embedding=%s, loss=%s; "
