@@ -186,6 +186,16 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
+    return value
+
+
 def _add_demo(subparsers) -> None:
     p = subparsers.add_parser(
         "demo",
@@ -212,27 +222,6 @@ def _add_demo(subparsers) -> None:
     p.set_defaults(func=_run_demo)
 
 
-def _read_table(path: str, delimiter: str):
-    """A 2-D float array from a ``.npy`` file or a delimited text file (CSV).
-
-    A first line that does not parse as numbers is taken as a header.
-    """
-    import numpy as np
-
-    if path.endswith(".npy"):
-        X = np.load(path, allow_pickle=False)
-    else:
-        with open(path, encoding="utf-8") as handle:
-            first = handle.readline()
-        try:
-            [float(cell) for cell in first.strip().split(delimiter) if cell.strip()]
-            header = 0
-        except ValueError:
-            header = 1
-        X = np.loadtxt(path, delimiter=delimiter, skiprows=header, ndmin=2)
-    return X if X.ndim != 1 else X.reshape(-1, 1)
-
-
 def _write_column(values, path: str | None) -> None:
     """Write one value per line to ``path`` (``.npy`` or text) or to stdout."""
     import numpy as np
@@ -246,42 +235,73 @@ def _write_column(values, path: str | None) -> None:
                    delimiter=",")
 
 
+def _write_table(values, path: str) -> None:
+    """Write a 2-D array to ``path``, ``.npy`` or CSV."""
+    import numpy as np
+
+    if path.endswith(".npy"):
+        np.save(path, values)
+    else:
+        np.savetxt(path, values, delimiter=",", fmt="%.17g")
+
+
 def _run_cluster(args: argparse.Namespace) -> int:
     """Cluster the rows of a file; labels to stdout (or --out), a summary to stderr."""
+    from skformer._cli_table import TableError, check_writable, read_table
+
+    def error(message: str) -> int:
+        print(f"skformer cluster: error: {message}", file=sys.stderr)
+        return 2
+
+    for path in (args.out, args.centers):  # before a fit that may take long
+        if (problem := check_writable(path)) is not None:
+            return error(problem)
+    try:
+        X = read_table(args.file, args.delimiter, args.header)
+    except TableError as exc:
+        return error(str(exc))
+    except (OSError, UnicodeDecodeError) as exc:
+        return error(f"cannot read {args.file}: {exc}")
+
     from skformer import TransformerKMeans
 
-    try:
-        X = _read_table(args.file, args.delimiter)
-    except (OSError, ValueError) as exc:
-        print(f"skformer cluster: error: cannot read {args.file}: {exc}", file=sys.stderr)
-        return 2
+    scaler = None
     if args.standardise:
         from sklearn.preprocessing import StandardScaler
 
-        X = StandardScaler().fit_transform(X)
+        scaler = StandardScaler()
+        X = scaler.fit_transform(X)
     estimator = TransformerKMeans(
         n_clusters=args.n_clusters, embedding=args.embedding, n_init=args.n_init,
-        random_state=args.seed, device=args.device, verbose=int(args.verbose),
+        learned_starts=args.learned_starts, random_state=args.seed, device=args.device,
+        verbose=int(args.verbose),
     )
     start = time.perf_counter()
     try:
         labels = estimator.fit_predict(X)
     except (ValueError, LookupError) as exc:
-        print(f"skformer cluster: error: {exc}", file=sys.stderr)
-        return 2
+        return error(str(exc))
     seconds = time.perf_counter() - start
-    _write_column(labels, args.out)
-    if args.centers is not None:
-        import numpy as np
-
-        if args.centers.endswith(".npy"):
-            np.save(args.centers, estimator.cluster_centers_)
-        else:
-            np.savetxt(args.centers, estimator.cluster_centers_, delimiter=",", fmt="%.17g")
+    centres = estimator.cluster_centers_
+    if scaler is not None:  # in the input's units, as the user reads them
+        centres = scaler.inverse_transform(centres)
+    try:
+        _write_column(labels, args.out)
+        if args.centers is not None:
+            _write_table(centres, args.centers)
+    except OSError as exc:
+        return error(f"cannot write {exc.filename or args.out or 'stdout'}: "
+                     f"{exc.strerror or exc}")
+    units = " (of the standardised features)" if scaler is not None else ""
+    learned = ""
+    if args.learned_starts:
+        learned = (f", {estimator.selected_run_} run kept"
+                   if estimator.learned_used_ else
+                   f", learned steps skipped: {estimator.learned_skipped_}")
     print(f"skformer cluster: {X.shape[0]} rows x {X.shape[1]} features -> "
-          f"{args.n_clusters} clusters, inertia {estimator.inertia_:.6g}, "
-          f"{estimator.n_learned_steps_} learned + {estimator.n_lloyd_steps_} Lloyd steps, "
-          f"{seconds:.2f} s", file=sys.stderr)
+          f"{args.n_clusters} clusters, inertia {estimator.inertia_:.6g}{units}, "
+          f"{estimator.n_learned_steps_} learned + {estimator.n_lloyd_steps_} Lloyd steps"
+          f"{learned}, {seconds:.2f} s", file=sys.stderr)
     return 0
 
 
@@ -290,10 +310,13 @@ def _add_cluster(subparsers) -> None:
         "cluster",
         help="cluster the rows of a CSV or .npy file with TransformerKMeans",
         description=(
-            "Read a 2-D numeric table (CSV or other delimited text, with or without a "
-            "header line, or a .npy array), fit skformer.TransformerKMeans, and write the "
-            "cluster label of each row, one per line, to stdout or --out. A summary goes "
-            "to stderr."
+            "Read a 2-D numeric table (CSV or other delimited text, or a .npy array), fit "
+            "skformer.TransformerKMeans, and write the cluster label of each row, one per "
+            "line and in the input's order, to stdout or --out. A summary goes to stderr. "
+            "Every data line is a row: blank lines and lines starting with '#' are skipped, "
+            "and a first line is a header only with --header, or when it holds a field "
+            "that is neither a number nor a missing-value marker (NA, nan, ...) and every "
+            "later line is numbers. Errors name the file's line and column."
         ),
     )
     p.add_argument("file", help="input: .npy, or delimited text (CSV by default)")
@@ -302,10 +325,20 @@ def _add_cluster(subparsers) -> None:
     p.add_argument("-o", "--out", default=None, metavar="FILE",
                    help="labels file, .npy or text (default: stdout)")
     p.add_argument("--centers", default=None, metavar="FILE",
-                   help="also write the cluster centres (.npy or CSV)")
-    p.add_argument("--delimiter", default=",", help="text delimiter (default: ',')")
+                   help="also write the cluster centres (.npy or CSV), in the input's units")
+    p.add_argument("--delimiter", default=",",
+                   help="text delimiter (default: ','); ' ' splits on any run of spaces "
+                        "or tabs, '\\t' is a tab")
+    p.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
+                   help="the first line is (--header) or is not (--no-header) a header "
+                        "(default: a header only when unambiguous)")
     p.add_argument("--standardise", action="store_true",
-                   help="standardise the features first (zero mean, unit variance)")
+                   help="standardise the features first (zero mean, unit variance); "
+                        "--centers are still written in the input's units")
+    p.add_argument("--learned-starts", type=_non_negative_int, default=0, metavar="L",
+                   help="TransformerKMeans' learned_starts: learned runs from the first L "
+                        "starts, the better of the learned and the Lloyd run kept "
+                        "(default: %(default)s, KMeans' run only)")
     p.add_argument("--embedding", choices=("binary", "onehot"), default="binary",
                    help="cluster-index embedding (default: %(default)s)")
     p.add_argument("--n-init", type=_positive_int, default=1, metavar="N",

@@ -90,7 +90,7 @@ def test_cluster_npy_to_files(blobs_files, tmp_path):
 @pytest.mark.parametrize(
     "content, k, message",
     [
-        ("1,2\n3,x\n", 1, "cannot read"),
+        ("1,2\n3,x\n", 1, "line 2, column 2: cannot convert 'x' to a number"),
         ("1,2\n3,4\n", 3, "n_samples=2 should be >= n_clusters=3."),
         ("1,2\nnan,4\n", 1, "Input X contains NaN"),
     ],
@@ -178,3 +178,203 @@ def test_without_benchmarks_the_other_commands_work_and_bench_says_why(tmp_path)
         assert run["code"] == 2, run
         assert "live in the folder benchmarks/ of skformer's source repository" in run["err"]
         assert "pip install -e ." in run["err"]
+
+
+# ----------------------------------------------------- reading the input of cluster
+
+
+def _labels(capsys) -> np.ndarray:
+    return np.array(capsys.readouterr().out.split(), dtype=int)
+
+
+@pytest.mark.parametrize(
+    "content, header, n_rows",
+    [
+        ("a,b\n1,2\n3,4\n5,6\n", None, 3),       # a text first line, every other line numbers
+        ('"a","b"\n1,2\n3,4\n5,6\n', None, 3),   # quoted names
+        ("1,2\n3,4\n5,6\n7,8\n", None, 4),
+        ("1,2\n3,4\n5,6\n7,8\n", False, 4),
+        ("10,20\n3,4\n5,6\n7,8\n", True, 3),     # a numeric header, named explicitly
+        ("a,b\n1,2\n3,4\n5,6\n", True, 3),
+        ("# x,y\n1,2\n3,4\n5,6\n", None, 3),     # np.savetxt's commented header
+        ("1,2\n\n3,4\n5,6\n", None, 3),          # blank lines are not rows
+    ],
+)
+def test_cluster_header_only_when_explicit_or_unambiguous(tmp_path, capsys, content, header,
+                                                          n_rows):
+    path = tmp_path / "x.csv"
+    path.write_text(content)
+    flag = {None: [], True: ["--header"], False: ["--no-header"]}[header]
+    assert main(["cluster", str(path), "-k", "1", *flag]) == 0
+    assert len(_labels(capsys)) == n_rows
+
+
+@pytest.mark.parametrize(
+    "content, flag, message",
+    [
+        # An NA-like first row is data with a missing value, never a header.
+        ("NA,2,3\n1,2,3\n4,5,6\n7,8,9\n", [], r"line 1, column 1: 'NA' is a missing value"),
+        # A text column, no header: the first line that fails is named by its number.
+        ("a,1\nb,2\nc,3\n", [], r"line 1, column 1: cannot convert 'a' to a number"),
+        ("1,2\n3,4\n5,x\n", [], r"line 3, column 2: cannot convert 'x' to a number"),
+        ("a,b\n1,2\n\n3,x\n", ["--header"], r"line 4, column 2: cannot convert 'x'"),
+        ("a,b\n1,2\n3,4\n", ["--no-header"], r"line 1, column 1: cannot convert 'a'"),
+        ("1,2\n3,4,5\n", [], r"line 2 has 3 values where line 1 has 2"),
+        ("1;2\n3;4\n", [], r"pass --delimiter ';'"),
+        ("1,5;2,5\n", [], r"line 1, column 2: .*pass --delimiter ';'"),
+        ("1 2\n3 4\n", [], r"pass --delimiter ' '"),
+        ("1\t2\n3\t4\n", [], r"pass --delimiter '\\t'"),
+        ("", [], r"x.csv is empty: no rows to cluster"),
+        ("\n\n", [], r"x.csv is empty: no rows to cluster"),
+        ("a,b\n", [], r"x.csv has a header line but no data rows"),
+        ("1,2\n", ["--header"], r"x.csv has a header line but no data rows"),
+    ],
+)
+@pytest.mark.filterwarnings("error")  # no numpy warning ("input contained no data")
+def test_cluster_input_errors_name_the_line(tmp_path, capsys, content, flag, message):
+    import re
+
+    path = tmp_path / "x.csv"
+    path.write_text(content)
+    assert main(["cluster", str(path), "-k", "1", *flag]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()  # one line, no traceback, no numpy warning
+    assert line.startswith("skformer cluster: error: ")
+    assert re.search(message, line), line
+
+
+def test_cluster_whitespace_and_tab_delimiters(tmp_path, capsys):
+    path = tmp_path / "x.txt"
+    path.write_text("1  2\n3\t4\n 5 6\n")
+    assert main(["cluster", str(path), "-k", "1", "--delimiter", " "]) == 0
+    assert len(_labels(capsys)) == 3
+    path.write_text("1\t2\n3\t4\n")
+    assert main(["cluster", str(path), "-k", "1", "--delimiter", "\\t"]) == 0
+    assert len(_labels(capsys)) == 2
+
+
+@pytest.mark.parametrize(
+    "array, message",
+    [
+        (np.array([[1, "a"]], dtype=object), r"holds Python objects \(dtype object\)"),
+        (np.array([["1", "a"]]), r"holds <U1 values, not numbers"),
+        (np.zeros((2, 2, 2)), r"has shape \(2, 2, 2\); expected a 2-D table"),
+        (np.zeros((0, 3)), r"x.npy is empty: no rows to cluster"),
+    ],
+)
+def test_cluster_npy_errors(tmp_path, capsys, array, message):
+    import re
+
+    path = tmp_path / "x.npy"
+    np.save(path, array, allow_pickle=True)
+    assert main(["cluster", str(path), "-k", "1"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert re.search(message, line), line
+    assert "allow_pickle" not in line
+
+
+@pytest.mark.parametrize("option", ["-o", "--centers"])
+def test_cluster_unwritable_output_one_line_before_fitting(tmp_path, capsys, monkeypatch,
+                                                            blobs_files, option):
+    _, csv, _ = blobs_files
+    target = tmp_path / "no-such-folder" / "out.csv"
+    fitted = []
+    monkeypatch.setattr(TransformerKMeans, "fit", lambda *a, **k: fitted.append(1))
+    assert main(["cluster", str(csv), "-k", "2", option, str(target)]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("skformer cluster: error: cannot write ")
+    assert str(target) in line and not fitted
+
+
+def test_cluster_write_failure_is_one_line(tmp_path, capsys, monkeypatch, blobs_files):
+    _, csv, _ = blobs_files
+
+    def fail(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(np, "savetxt", fail)
+    assert main(["cluster", str(csv), "-k", "2", "-o", str(tmp_path / "l.txt")]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "cannot write" in line and "Permission denied" in line
+
+
+def test_cluster_standardised_centres_in_the_input_units(blobs_files, tmp_path, capsys):
+    from sklearn.preprocessing import StandardScaler
+
+    X, csv, _ = blobs_files
+    centers = tmp_path / "c.npy"
+    argv = ["cluster", str(csv), "-k", "4", "--seed", "0", "--standardise"]
+    assert main([*argv, "--centers", str(centers)]) == 0
+    scaler = StandardScaler().fit(X)
+    fit = TransformerKMeans(4, random_state=0).fit(scaler.transform(X))
+    np.testing.assert_array_equal(_labels(capsys), fit.labels_)
+    np.testing.assert_allclose(np.load(centers),
+                               scaler.inverse_transform(fit.cluster_centers_))
+
+
+def test_cluster_learned_starts_option(blobs_files, capsys, monkeypatch):
+    _, csv, _ = blobs_files
+    seen = []
+    original = TransformerKMeans.fit
+
+    def spy(self, X, y=None, sample_weight=None):
+        seen.append(self.learned_starts)
+        return original(self, X, y, sample_weight)
+
+    monkeypatch.setattr(TransformerKMeans, "fit", spy)
+    assert main(["cluster", str(csv), "-k", "4", "--seed", "0", "--learned-starts", "1"]) == 0
+    assert seen == [1]
+    assert "learned" in capsys.readouterr().err
+
+
+# ----------------------------------------------------- a fast --help (lazy imports)
+
+_HEAVY = ("torch", "sklearn", "scipy", "numpy", "joblib", "benchmarks")
+
+# Imports skformer.cli with the package's __init__ left out (argv[1]: the package folder),
+# parses each --help of the JSON argv[2], and prints the heavy modules then imported.
+_CLI_ONLY = """
+    import contextlib, io, json, sys, types
+    package = types.ModuleType("skformer")
+    package.__path__ = [sys.argv[1]]
+    sys.modules["skformer"] = package
+    from skformer.cli import build_parser
+    for argv in json.loads(sys.argv[2]):
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                build_parser().parse_args(argv)
+            except SystemExit:
+                pass
+    print(json.dumps(sorted(m for m in json.loads(sys.argv[3]) if m in sys.modules)))
+"""
+
+
+def test_cli_parser_imports_nothing_heavy():
+    helps = [["--help"], ["--version"], ["demo", "--help"], ["cluster", "--help"],
+             ["pretrain", "--help"], ["bench", "--help"], ["bench", "exact", "--help"]]
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_CLI_ONLY), str(PACKAGE), json.dumps(helps),
+         json.dumps(_HEAVY)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="skformer/__init__.py imports the estimators (torch, scikit-learn) eagerly; "
+           "`skformer --help` is fast once it imports them lazily (PEP 562 __getattr__)",
+)
+def test_python_m_skformer_help_imports_nothing_heavy():
+    code = ("import runpy, sys, json\n"
+            "sys.argv = ['skformer', '--help']\n"
+            "try:\n    runpy.run_module('skformer', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            f"print(json.dumps(sorted(m for m in {_HEAVY!r} if m in sys.modules)))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "usage: skformer" in proc.stdout
+    assert json.loads(proc.stdout.splitlines()[-1]) == []
