@@ -515,3 +515,13 @@ def test_failed_fit_keeps_previous_fit():
     with pytest.raises(ValueError, match="n_samples=2 should be >= n_clusters=3."):
         est.fit(_X(n=2))
     np.testing.assert_array_equal(est.cluster_centers_, centres)
+
+
+@pytest.mark.parametrize("path", ["fused", "dense"])
+def test_fit_leaves_the_global_torch_generator_alone(path):
+    # The literal layer's weights are set by the construction: building it must not draw
+    # PyTorch's default initialisation from the global generator (issue 21).
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    before = torch.get_rng_state()
+    ExactLloydTransformer(3, random_state=0, path=path).fit(X)
+    assert torch.equal(torch.get_rng_state(), before)

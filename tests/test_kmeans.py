@@ -333,3 +333,18 @@ def test_n_init_runs_follow_the_joblib_backend(estimator):
     np.testing.assert_array_equal(parallel.cluster_centers_, sequential.cluster_centers_)
     np.testing.assert_array_equal(parallel.labels_, sequential.labels_)
     assert parallel.n_iter_ == sequential.n_iter_
+
+
+def test_learned_fits_leave_the_global_torch_generator_alone():
+    # The first learned fit reads the stored model (issue 21): no default initialisation
+    # may be drawn from the global generator, then or in any later fit.
+    import torch
+
+    from skformer import kmeans
+
+    kmeans._stored_model.cache_clear()
+    X, _ = make_blobs(120, n_features=3, centers=4, random_state=0)
+    for _ in range(2):
+        before = torch.get_rng_state()
+        TransformerKMeans(4, learned_starts=1, random_state=0).fit(X)
+        assert torch.equal(torch.get_rng_state(), before)

@@ -413,3 +413,29 @@ def test_on_demand_steps_shrink_with_the_shape_cost():
     assert on_demand_steps(4096, 64) == 25  # never below the floor
     assert on_demand_steps(64, 16, "onehot") < on_demand_steps(64, 16)  # OH is wider
     assert on_demand_config(128, 20).steps == 41
+
+
+def test_reading_a_model_leaves_the_global_torch_generator_alone(tmp_path):
+    # The weights come from the file: no default initialisation is drawn (issue 21).
+    path = tmp_path / "d2_k3_binary_l2.safetensors"
+    save_model(path, _model())
+    before = torch.get_rng_state()
+    stored = read_model(path)
+    assert torch.equal(torch.get_rng_state(), before)
+    assert all(p.device.type == "cpu" for p in stored.model.parameters())
+    state = _model().state_dict()
+    for name, value in stored.model.state_dict().items():
+        torch.testing.assert_close(value, state[name])
+
+
+def test_pretraining_on_demand_leaves_the_global_torch_generator_alone(tiny_on_demand):
+    from skformer import TransformerKMeans
+
+    before = torch.get_rng_state()
+    load_model(2, 3)
+    assert torch.equal(torch.get_rng_state(), before)
+    X = torch.randn(40, 5, generator=torch.Generator().manual_seed(0)).numpy()
+    before = torch.get_rng_state()
+    TransformerKMeans(3, learned_starts=1, random_state=0).fit(X)  # d=5: on demand
+    assert torch.equal(torch.get_rng_state(), before)
+    assert len(tiny_on_demand) == 2

@@ -216,6 +216,22 @@ def _read_header(data: bytes, path: Path) -> dict:
     return header
 
 
+def _model_from(config: dict, tensors: dict[str, torch.Tensor]) -> LearnedKMeansModel:
+    """The model of ``config`` holding ``tensors`` (all its parameters, strictly).
+
+    It is built on the ``meta`` device, which allocates nothing and draws no default
+    initialisation from PyTorch's global generator (a user's ``torch.manual_seed``
+    stream stays as it was), and the file's tensors are then assigned to it.
+    """
+    with torch.device("meta"):
+        model = LearnedKMeansModel(**config)
+    model.load_state_dict(tensors, strict=True, assign=True)
+    left = [name for name, t in model.state_dict().items() if t.is_meta]
+    if left:  # not in the state dict (none today): nothing to read them from
+        raise ValueError(f"no values for {left}")
+    return model
+
+
 def read_model(path: str | os.PathLike, *, map_location: str | torch.device = "cpu",
                expect: tuple | None = None) -> StoredModel:
     """Read and verify a model file written by :func:`save_model`.
@@ -274,8 +290,7 @@ def read_model(path: str | os.PathLike, *, map_location: str | torch.device = "c
     if expect is not None:
         _check_key(metadata, expect, path)
     try:
-        model = LearnedKMeansModel(**metadata["model_config"])
-        model.load_state_dict(tensors)
+        model = _model_from(metadata["model_config"], tensors)
     except (KeyError, TypeError, ValueError, RuntimeError) as exc:
         raise ModelStoreError(f"{path}: the weights do not fit the model config ({exc}).") from exc
     model.to(map_location).eval()
