@@ -386,7 +386,7 @@ def _run_pretrain(args: argparse.Namespace) -> int:
         results = Parallel(n_jobs=args.n_jobs)(
             delayed(_pretrain_one)(d, k, options, args.out, many) for d, k in shapes
         )
-    except ValueError as exc:  # e.g. an invalid configuration
+    except (ValueError, OSError) as exc:  # an invalid configuration, an unwritable folder
         print(f"skformer pretrain: error: {exc}", file=sys.stderr)
         return 2
     for (d, k), (path, val_relative, multistep, seconds) in zip(shapes, results, strict=True):

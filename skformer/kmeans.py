@@ -16,6 +16,7 @@ from .nn.learned import LearnedKMeansModel
 from .store import (
     ModelStoreError,
     find_model,
+    kept_model,
     load_model,
     locations,
     on_demand_feasible,
@@ -44,15 +45,20 @@ def _stored_model(path: str, stamp: int) -> tuple[LearnedKMeansModel, dict]:
 def _select_model(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
                   progress: bool) -> tuple[LearnedKMeansModel, int, dict, dict | None] | None:
     """The learned model for (d, k), how many zero features the data need, its metadata
-    and its entry in the shipped index (None for a cached model).
+    and its entry in the shipped index (None for a cached or kept model).
 
-    A model stored for exactly (d, k) (shipped or cached) comes first. Otherwise the
-    narrowest *shipped* model with the same k and more features is used, the data
-    padded with zero features (which change no distance). Otherwise one is pretrained
-    on demand (``pretrain=True``) or :class:`LookupError` is raised; None where the
-    shape is too large to pretrain within the on-demand budget
+    A model kept in memory (pretrained on demand earlier in this process, where the
+    cache could not be written) comes first, then one stored for exactly (d, k)
+    (shipped or cached). Otherwise the narrowest *shipped* model with the same k and
+    more features is used, the data padded with zero features (which change no
+    distance). Otherwise one is pretrained on demand (``pretrain=True``; saved to the
+    cache, or kept in memory where it cannot be written) or :class:`LookupError` is
+    raised; None where the shape is too large to pretrain within the on-demand budget
     (:func:`~skformer.store.on_demand_feasible`: wide data, many clusters).
     """
+    kept = kept_model(d, k, embedding, loss)
+    if kept is not None:  # pretrained earlier in this process, the cache not writable
+        return kept[0], 0, kept[1], None
     width, path = d, find_model(d, k, embedding=embedding, loss=loss)
     if path is None:
         wider = sorted(
@@ -68,21 +74,31 @@ def _select_model(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
                         "zero features.", d, k, width, width - d)
         elif pretrain and not on_demand_feasible(d, k):
             return None
-        else:  # pretrain on demand (or raise LookupError); it is saved to the cache
-            load_model(d, k, embedding=embedding, loss=loss, pretrain=pretrain,
-                       progress=progress)
-            path = find_model(d, k, embedding=embedding, loss=loss)
+        else:  # pretrain on demand (or raise LookupError); saved to the cache, or kept
+            return _pretrained(d, k, embedding, loss, pretrain=pretrain, progress=progress)
     try:
         model, metadata = _stored_model(str(path), path.stat().st_mtime_ns)
     except ModelStoreError:
         if not pretrain or path.parent == locations.shipped_dir():
             raise
         # A broken cache file: load_model warns, pretrains it again and saves it.
-        load_model(d, k, embedding=embedding, loss=loss, pretrain=True, progress=progress)
-        model, metadata = _stored_model(str(path), path.stat().st_mtime_ns)
+        return _pretrained(d, k, embedding, loss, pretrain=True, progress=progress)
     entry = next((e for e in locations.shipped_index() if e.get("file") == path.name
                   and path.parent == locations.shipped_dir()), None)
     return model, width - d, metadata, entry
+
+
+def _pretrained(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
+                progress: bool) -> tuple[LearnedKMeansModel, int, dict, None]:
+    """:func:`_select_model`'s answer for a model pretrained on demand: read back from
+    the cache, or kept in memory for the process where the cache cannot be written."""
+    load_model(d, k, embedding=embedding, loss=loss, pretrain=pretrain, progress=progress)
+    kept = kept_model(d, k, embedding, loss)
+    if kept is not None:
+        return kept[0], 0, kept[1], None
+    path = find_model(d, k, embedding=embedding, loss=loss)
+    model, metadata = _stored_model(str(path), path.stat().st_mtime_ns)
+    return model, 0, metadata, None
 
 
 def _expected_ratio(metadata: dict, entry: dict | None, init) -> float | None:

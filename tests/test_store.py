@@ -35,6 +35,7 @@ def _cache(tmp_path, monkeypatch):
     """Every test gets its own empty cache and no shipped weights."""
     monkeypatch.setenv("SKFORMER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(locations, "shipped_dir", lambda: tmp_path / "no-shipped-weights")
+    monkeypatch.setattr(pretraining, "_KEPT", {})  # nor models kept by an earlier test
     return tmp_path / "cache"
 
 
@@ -367,6 +368,18 @@ def test_cli_pretrain_to_file(tmp_path, capsys):
     assert str(out) in text and "relative validation loss" in text
     stored = read_model(out)
     assert stored.metadata["training_config"]["steps"] == 3
+
+
+def test_cli_pretrain_to_an_unwritable_folder_fails_before_training(tmp_path, capsys,
+                                                                       monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setattr(pretraining, "train", lambda *a, **k: pytest.fail("trained"))
+    out = tmp_path / "a-file" / "m.safetensors"
+    argv = ["pretrain", "--d", "2", "--k", "3", "--steps", "3", "--out", str(out),
+            "--no-progress", "--preset", "fast"]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("skformer pretrain: error: ") and "cannot be written" in line
 
 
 def test_cli_pretrain_grid_to_cache(_cache, capsys, monkeypatch):

@@ -21,6 +21,7 @@ import os
 import struct
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -42,6 +43,7 @@ def _cache(tmp_path, monkeypatch):
     """Every test gets its own empty cache and no shipped weights (as test_store.py)."""
     monkeypatch.setenv("SKFORMER_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(locations, "shipped_dir", lambda: tmp_path / "no-shipped-weights")
+    monkeypatch.setattr(pretraining, "_KEPT", {})  # nor models kept by an earlier test
     return tmp_path / "cache"
 
 
@@ -402,3 +404,82 @@ def test_transformer_kmeans_never_runs_a_misnamed_cache_file(_cache, tiny_on_dem
     assert len(retrain) == 1, [str(w.message) for w in caught]
     assert fit.learned_used_ and np.isfinite(fit.inertia_) and len(tiny_on_demand) == 1
     read_model(_cache / name)  # the cache holds the right model now
+
+
+# ------------------------------------------------------------- a cache that cannot be written
+
+
+def _blobs3():
+    import numpy as np
+
+    return np.random.default_rng(0).normal(size=(60, 2)) + np.repeat(np.eye(3, 2) * 8, 20, 0)
+
+
+def _unwritable_caches(tmp_path):
+    """Cache folders that cannot be written, even by root: one under a regular file (it
+    cannot be created), and /sys (it exists, read-only) where that is so."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    caches = [pytest.param(blocker / "cache", id="cannot-be-created")]
+    try:
+        with tempfile.TemporaryFile(dir="/sys"):
+            pass
+    except OSError:
+        caches.append(pytest.param(Path("/sys"), id="read-only-folder"))
+    return caches
+
+
+@pytest.fixture(params=["cannot-be-created", "read-only-folder"])
+def unwritable_cache(request, tmp_path, monkeypatch):
+    caches = {p.id: p.values[0] for p in _unwritable_caches(tmp_path)}
+    if request.param not in caches:
+        pytest.skip("no read-only folder here")
+    monkeypatch.setenv("SKFORMER_CACHE_DIR", str(caches[request.param]))
+    return caches[request.param]
+
+
+def test_unwritable_cache_keeps_the_model_in_memory(unwritable_cache, tiny_on_demand):
+    """No PermissionError: one training run, a warning naming SKFORMER_CACHE_DIR, the model
+    kept for the process (later fits and load_model neither train nor warn again)."""
+    import warnings
+
+    import numpy as np
+
+    from skformer import TransformerKMeans
+
+    X = _blobs3()
+    with pytest.warns(UserWarning, match="SKFORMER_CACHE_DIR") as record:
+        fit = TransformerKMeans(3, random_state=0, learned_starts=1).fit(X)
+    assert len(record) == 1 and "kept in memory" in str(record[0].message)
+    assert fit.learned_used_ and np.isfinite(fit.inertia_) and len(tiny_on_demand) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = TransformerKMeans(3, random_state=0, learned_starts=1).fit(X)
+        model = load_model(2, 3)
+    np.testing.assert_array_equal(again.labels_, fit.labels_)
+    assert model.config["n_clusters"] == 3 and len(tiny_on_demand) == 1
+
+
+def test_unwritable_cache_is_found_before_training(unwritable_cache, tiny_on_demand):
+    """An explicit pretrain(save=True) fails before it trains, naming SKFORMER_CACHE_DIR."""
+    with pytest.raises(OSError, match="cannot be written.*SKFORMER_CACHE_DIR"):
+        pretraining.pretrain(2, 3, steps=3, eval_every=3, n_val_tasks=8, n_points=32)
+    assert tiny_on_demand == []
+    pretraining.pretrain(2, 3, steps=3, eval_every=3, n_val_tasks=8, n_points=32, save=False)
+
+
+def test_a_failed_save_after_training_keeps_the_model(tiny_on_demand, monkeypatch):
+    """Writable when checked, not when saved (a full disk, a race): a warning, no crash."""
+    import numpy as np
+
+    from skformer import TransformerKMeans
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pretraining, "save_model", full_disk)
+    with pytest.warns(UserWarning, match="No space left on device.*SKFORMER_CACHE_DIR"):
+        fit = TransformerKMeans(3, random_state=0, learned_starts=1).fit(_blobs3())
+    assert fit.learned_used_ and np.isfinite(fit.inertia_) and len(tiny_on_demand) == 1
+    TransformerKMeans(3, random_state=0, learned_starts=1).fit(_blobs3())
+    assert len(tiny_on_demand) == 1

@@ -8,7 +8,8 @@ training loss. :func:`load_model` finds it in this order:
    ``~/.cache/skformer``), one file per model named ``d{d}_k{k}_{embedding}_{loss}.safetensors``;
 3. if allowed, a short training run (the ``"multistep"`` preset of
    :class:`~skformer.training.TrainingConfig` on a smaller budget,
-   :func:`on_demand_config`) whose result is saved to the cache.
+   :func:`on_demand_config`) whose result is saved to the cache, or kept in memory
+   for the process where the cache cannot be written (:func:`kept_model`).
 
 The store has three parts:
 
@@ -31,6 +32,7 @@ from .locations import (
     write_index,
 )
 from .pretraining import (
+    kept_model,
     load_model,
     on_demand_config,
     on_demand_feasible,
@@ -46,6 +48,7 @@ __all__ = [
     "cache_dir",
     "find_model",
     "index_entry",
+    "kept_model",
     "load_model",
     "model_filename",
     "on_demand_config",

@@ -110,6 +110,23 @@ def _atomic_write(path: Path, data: bytes) -> None:
                 os.close(dir_fd)
 
 
+def model_metadata(model: LearnedKMeansModel, *, training_config: TrainingConfig | None = None,
+                   val_relative: float | None = None, training: dict | None = None) -> dict:
+    """The metadata :func:`save_model` writes for a model (without its content hash),
+    exactly as :func:`read_model` decodes it; see :func:`save_model` for the arguments."""
+    metadata = {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "model_config": model.config,
+        "training_config": None if training_config is None else training_config.to_dict(),
+        "val_relative": _json_float(val_relative),
+        "training": training,
+        "package_version": __version__,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+    return json.loads(json.dumps(metadata))  # exactly what a reader will decode
+
+
 def save_model(
     path: str | os.PathLike,
     model: LearnedKMeansModel,
@@ -152,17 +169,8 @@ def save_model(
     tensors = {
         name: t.detach().cpu().contiguous().clone() for name, t in model.state_dict().items()
     }
-    metadata = {
-        "format": FORMAT,
-        "format_version": FORMAT_VERSION,
-        "model_config": model.config,
-        "training_config": None if training_config is None else training_config.to_dict(),
-        "val_relative": _json_float(val_relative),
-        "training": training,
-        "package_version": __version__,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
-    metadata = json.loads(json.dumps(metadata))  # exactly what a reader will decode
+    metadata = model_metadata(model, training_config=training_config,
+                              val_relative=val_relative, training=training)
     metadata["content_hash"] = _content_hash(tensors, metadata)
     data = safetensors.torch.save(tensors, metadata={_METADATA_KEY: json.dumps(metadata)})
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,12 +12,13 @@ import functools
 import json
 import numbers
 import os
+import tempfile
 from pathlib import Path
 
 from .format import ModelStoreError, _atomic_write, read_model
 
 __all__ = ["cache_dir", "find_model", "index_entry", "model_filename", "shipped_dir",
-           "shipped_index", "write_index"]
+           "shipped_index", "write_index", "write_problem"]
 
 EMBEDDINGS = ("binary", "onehot", "none")
 LOSSES = ("l2", "ne")
@@ -120,7 +121,28 @@ def find_model(n_features: int, n_clusters: int, *, embedding: str = "binary",
             if path.is_file():
                 return path
     path = cache_dir() / model_filename(*key)
-    return path if path.is_file() else None
+    # os.path.isfile, unlike Path.is_file, says False where the folder cannot be read.
+    return path if os.path.isfile(path) else None
+
+
+def write_problem(folder: str | os.PathLike) -> str | None:
+    """Why files cannot be written to ``folder`` (created if missing), or None where they
+    can: checked by creating and removing a temporary file, as saving a model does.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     write_problem(tmp) is None
+    True
+    """
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder, prefix=".skformer-write-test-"):
+            pass
+    except OSError as exc:
+        return str(exc.strerror or exc)
+    return None
 
 
 # ------------------------------------------------------------------------------ index

@@ -5,11 +5,16 @@ On-demand pretraining runs the ``"multistep"`` preset of
 :class:`~skformer.training.TrainingConfig` on a smaller budget than the shipped models
 (:func:`on_demand_config`, under 90 s on a 2-core CPU) and saves its model to the cache;
 on POSIX a lock file serialises "check the cache, train, save" across processes.
+
+A cache that cannot be written (checked before training) does not stop a fit: the model
+pretrained on demand is kept in memory for the process (:func:`kept_model`), with one
+warning that names ``SKFORMER_CACHE_DIR``; later fits of the process use it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import math
 import os
@@ -21,10 +26,17 @@ import torch
 
 from ..nn.learned import LearnedKMeansModel
 from ..training import TrainingConfig, TrainingResult, train
-from .format import ModelStoreError, read_model, save_model
-from .locations import _check_model_key, cache_dir, find_model, model_filename, shipped_dir
+from .format import ModelStoreError, model_metadata, read_model, save_model
+from .locations import (
+    _check_model_key,
+    cache_dir,
+    find_model,
+    model_filename,
+    shipped_dir,
+    write_problem,
+)
 
-__all__ = ["load_model", "pretrain"]
+__all__ = ["kept_model", "load_model", "pretrain"]
 
 PRESETS = ("multistep", "fast", "paper")
 
@@ -79,14 +91,27 @@ def on_demand_steps(n_features: int, n_clusters: int, embedding: str = "binary")
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
-    """An exclusive inter-process lock on ``path.lock`` (POSIX ``flock``; else no lock)."""
+    """An exclusive inter-process lock on ``path.lock`` (POSIX ``flock``; else no lock).
+
+    A lock file that another user created (a shared cache) is locked read-only, which
+    ``flock`` allows; one that cannot be opened at all gives no lock.
+    """
     try:
         import fcntl
     except ImportError:  # not POSIX: atomic writes still keep every file whole
         yield
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a+b") as f:
+    lock = path.with_name(path.name + ".lock")
+    try:
+        f = open(lock, "a+b")
+    except PermissionError:
+        try:
+            f = open(lock, "rb")
+        except OSError:
+            yield
+            return
+    with f:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -114,9 +139,52 @@ def _pretrain(config: TrainingConfig, *, path: Path | None, progress: bool,
               device) -> TrainingResult:
     result = train(config, progress=progress, device=device)
     if path is not None:
-        save_model(path, result.model, training_config=config,
-                   val_relative=result.best_val_relative, training=_summary(result))
+        save_model(path, result.model, **_described(result))
     return result
+
+
+def _described(result: TrainingResult) -> dict:
+    """What the metadata says of a trained model (:func:`save_model`'s keywords)."""
+    return dict(training_config=result.config, val_relative=result.best_val_relative,
+                training=_summary(result))
+
+
+# Models pretrained on demand in this process whose cache could not be written, by
+# (d, k, embedding, loss): (model in eval mode on the CPU, the metadata it would be saved
+# with). Shared by every fit of the process, as the models read from files are.
+_KEPT: dict[tuple, tuple[LearnedKMeansModel, dict]] = {}
+
+_CACHE_ADVICE = ("Set SKFORMER_CACHE_DIR to a writable folder to keep pretrained models "
+                 "across processes.")
+
+
+def kept_model(n_features: int, n_clusters: int, embedding: str = "binary",
+               loss: str = "l2") -> tuple[LearnedKMeansModel, dict] | None:
+    """The model pretrained on demand in this process and kept in memory because the
+    cache could not be written, with its metadata; None where there is none.
+
+    The model is shared (the estimators only read it): copy it before changing it.
+
+    Examples
+    --------
+    >>> kept_model(10**6, 3) is None
+    True
+    """
+    return _KEPT.get((int(n_features), int(n_clusters), embedding, loss))
+
+
+def _keep(key: tuple, result: TrainingResult, reason: str) -> LearnedKMeansModel:
+    """Keep a model that could not be saved for the process, and warn once."""
+    d, k, embedding, loss = key
+    model = result.model.cpu().eval()
+    _KEPT[key] = (model, model_metadata(model, **_described(result)))
+    warnings.warn(
+        f"The skformer cache {cache_dir()} cannot be written ({reason}): the model "
+        f"pretrained on demand for d={d}, k={k}, embedding={embedding!r}, loss={loss!r} is "
+        f"kept in memory for this process only. {_CACHE_ADVICE}",
+        UserWarning, stacklevel=3,
+    )
+    return model
 
 
 def pretrain(
@@ -189,6 +257,13 @@ def pretrain(
     if save:
         target = Path(path) if path is not None else cache_dir() / model_filename(
             n_features, n_clusters, embedding, loss)
+        problem = write_problem(target.parent)  # before training, not after it
+        if problem is not None:
+            where = (f"{target.parent} cannot be written" if path is not None else
+                     f"The skformer cache {target.parent} cannot be written")
+            raise OSError(f"{where} ({problem}). "
+                          + ("Pass a writable path, or save=False." if path is not None
+                             else f"{_CACHE_ADVICE} Or pass path=... or save=False."))
     return _pretrain(config, path=target, progress=progress, device=device).model.eval()
 
 
@@ -248,9 +323,12 @@ def load_model(
     embedding : {"binary", "onehot", "none"}, default="binary"
     loss : {"l2", "ne"}, default="l2"
     pretrain : bool, default=True
-        If no stored model exists, train one with the ``"fast"`` preset and save it to
-        the cache (under an inter-process lock, so concurrent callers train it once).
-        If False, raise :class:`LookupError` instead.
+        If no stored model exists, train one on demand (:func:`on_demand_config`) and
+        save it to the cache (under an inter-process lock, so concurrent callers train
+        it once). Where the cache cannot be written (checked before training), the
+        model is kept in memory for the process instead (:func:`kept_model`), with a
+        warning that names ``SKFORMER_CACHE_DIR``. If False, raise :class:`LookupError`
+        instead.
     device : str or torch.device, default="cpu"
     progress : bool, default=False
         Show a progress bar while pretraining.
@@ -279,6 +357,8 @@ def load_model(
     d, k = int(n_features), int(n_clusters)
     key = (d, k, embedding, loss)
     cached = cache_dir() / model_filename(*key)
+    if key in _KEPT:  # pretrained earlier in this process; the cache could not be written
+        return copy.deepcopy(_KEPT[key][0]).to(device).eval()
 
     def read_stored(warn: bool = True) -> LearnedKMeansModel | None:
         path = find_model(*key[:2], embedding=embedding, loss=loss)
@@ -303,14 +383,27 @@ def load_model(
             f"`skformer pretrain --d {d} --k {k} --embedding {embedding} --loss {loss}` or "
             "skformer.pretrain(...), or pass pretrain=True."
         )
-    with _locked(cached):
-        # Another process may have trained it while we waited (the broken file, if any,
-        # was reported above).
-        model = read_stored(warn=False)
-        if model is not None:
-            return model
+    config = _on_demand_config(d, k, embedding, loss)
+    problem = write_problem(cached.parent)  # before training, not after it
+    if problem is None:
+        with _locked(cached):
+            # Another process may have trained it while we waited (the broken file, if
+            # any, was reported above).
+            model = read_stored(warn=False)
+            if model is not None:
+                return model
+            logger.info("pretraining on demand a model for d=%d, k=%d, embedding=%s, "
+                        "loss=%s; it will be saved to %s", d, k, embedding, loss, cached)
+            result = _pretrain(config, path=None, progress=progress, device=device)
+            try:
+                save_model(cached, result.model, **_described(result))
+            except OSError as exc:  # writable when checked, not now (a full disk)
+                problem = str(exc.strerror or exc)
+            else:
+                return result.model.to(device).eval()
+    else:
         logger.info("pretraining on demand a model for d=%d, k=%d, embedding=%s, loss=%s; "
-                    "it will be saved to %s", d, k, embedding, loss, cached)
-        config = _on_demand_config(d, k, embedding, loss)
-        result = _pretrain(config, path=cached, progress=progress, device=device)
-    return result.model.to(device).eval()
+                    "the cache %s cannot be written (%s): it is kept in memory", d, k,
+                    embedding, loss, cached.parent, problem)
+        result = _pretrain(config, path=None, progress=progress, device=device)
+    return copy.deepcopy(_keep(key, result, problem)).to(device).eval()
