@@ -13,7 +13,6 @@ new centres are computed once, in the data's dtype.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from contextlib import contextmanager
 from typing import NamedTuple
@@ -21,7 +20,8 @@ from typing import NamedTuple
 import scipy.sparse as sp
 import torch
 
-from ..nn.model import ExactLloydModel, _argmin_last
+from ..nn.kernel import Workspace, exact_step
+from ..nn.model import ExactLloydModel
 from .sources import Block, DaskSource, Source, sum_parts
 from .sparse import sparse_lloyd_sums, sparse_norms, sparse_score
 
@@ -56,99 +56,41 @@ class LloydStats(NamedTuple):
         return float(x2 - 2.0 * (c64 * self.sums).sum() + (self.mass * c64.square().sum(-1)).sum())
 
 
-# Up to this many centres the distances are computed centres-major, (k, m): the
-# product is several times faster in that shape on CPUs and the minimum over the
-# centres runs across rows; beyond it, points-major and NumPy's argmin over short rows.
-_CENTRES_MAJOR = 32
-
-
-# Largest (k, rows) block of distances computed at once.
-_DISTANCES = 2**22
-
-
-# A thread's reusable buffers (distances, a block in float64, the minimum's outputs) while
-# a run of Lloyd steps is under way (see :func:`_scratch_scope`). Allocating fresh
-# buffers of megabytes per block makes glibc's heap grow by fragmentation: the peak
-# memory of a fit at n=1e6, d=32, k=100 went from 1.4x to 3.4x the data's size over ten
-# steps.
+# The thread's scratch buffers while a run of Lloyd steps is under way (see
+# :func:`_scratch_scope` and :class:`~skformer.nn.kernel.Workspace`).
 _scratch = threading.local()
 
 
 @contextmanager
 def _scratch_scope():
     """Within this block the calling thread reuses its buffers; they are freed on exit."""
-    outer = getattr(_scratch, "buffers", None)
-    _scratch.buffers = outer if outer is not None else {}
+    outer = getattr(_scratch, "workspace", None)
+    _scratch.workspace = outer if outer is not None else Workspace()
     try:
         yield
     finally:
         if outer is None:
-            _scratch.buffers = None
+            _scratch.workspace = None
 
 
-def _buffer(name: str, shape: tuple[int, ...], dtype: torch.dtype,
-            device: torch.device) -> torch.Tensor | None:
-    """An uninitialised tensor of ``shape`` from the thread's scope (None outside one)."""
-    cache = getattr(_scratch, "buffers", None)
-    if cache is None:
-        return None
-    key, size = (name, dtype, device), math.prod(shape)
-    flat = cache.get(key)
-    if flat is None or flat.numel() < size:
-        flat = cache[key] = torch.empty(size, dtype=dtype, device=device)
-    return flat[:size].view(shape)
-
-
-def _labels(x: torch.Tensor, c: torch.Tensor, c_sq: torch.Tensor | None = None) -> torch.Tensor:
-    """Nearest centre of rows ``x`` (m, d) among ``c`` (k, d): argmin of
-    ``|c|^2 - 2 x.c`` (one matrix product, as KMeans), lowest index on ties."""
-    if c_sq is None:
-        c_sq = c.square().sum(-1)
-    rows = max(1, _DISTANCES // c.shape[0])
-    if x.shape[0] > rows:  # many centres: the distances in slices of rows
-        return torch.cat([_labels(x[s : s + rows], c, c_sq) for s in range(0, x.shape[0], rows)])
-    m, k = x.shape[0], c.shape[0]
-    if k <= _CENTRES_MAJOR:
-        out = _buffer("distances", (k, m), x.dtype, x.device)
-        dist = (torch.addmm(c_sq.unsqueeze(1), c, x.T, alpha=-2.0) if out is None else
-                torch.addmm(c_sq.unsqueeze(1), c, x.T, alpha=-2.0, out=out))  # (k, m)
-        values = _buffer("minimum", (m,), x.dtype, x.device)
-        if values is None:
-            return dist.min(0).indices  # the first index of the minimum
-        return torch.min(dist, 0, out=(values, torch.empty(m, dtype=torch.long,
-                                                           device=x.device))).indices
-    out = _buffer("distances", (m, k), x.dtype, x.device)
-    dist = (torch.addmm(c_sq.unsqueeze(0), x, c.T, alpha=-2.0) if out is None else
-            torch.addmm(c_sq.unsqueeze(0), x, c.T, alpha=-2.0, out=out))
-    return _argmin_last(dist)
-
-
-def _as_float64(x: torch.Tensor) -> torch.Tensor:
-    """``x`` in float64 (itself if it is; else a copy into a scratch buffer)."""
-    if x.dtype == torch.float64:
-        return x
-    out = _buffer("float64", tuple(x.shape), torch.float64, x.device)
-    return x.double() if out is None else out.copy_(x)
+def _block_step(block: Block, c: torch.Tensor, *, update: bool = True,
+                inertia: bool = False):
+    """:func:`~skformer.nn.kernel.exact_step` on a block (a batch of one problem), sums
+    in float64 (so the result does not depend on how the rows are split into blocks)."""
+    c = c.to(block.x.device, block.x.dtype)
+    return exact_step(block.x.unsqueeze(0), c.unsqueeze(0),
+                      weight=None if block.w is None else block.w.unsqueeze(0),
+                      update=update, inertia=inertia, sums_dtype=torch.float64,
+                      workspace=getattr(_scratch, "workspace", None))
 
 
 @torch.no_grad()
-def lloyd_partial(block: Block, c: torch.Tensor, c_sq: torch.Tensor | None = None
-                  ) -> LloydStats:
-    """A block's contribution to the step from centres ``c`` (k, d) (``c_sq``: their
-    squared norms, if already computed)."""
+def lloyd_partial(block: Block, c: torch.Tensor) -> LloydStats:
+    """A block's contribution to the step from centres ``c`` (k, d)."""
     if sp.issparse(block.x):
         return LloydStats(*sparse_lloyd_sums(block, c))
-    c = c.to(block.x.device, block.x.dtype)
-    k = c.shape[0]
-    lab = _labels(block.x, c, None if c_sq is None else c_sq.to(c.device)).to(block.x.device)
-    x64 = _as_float64(block.x)
-    if block.w is None:
-        mass = torch.bincount(lab, minlength=k).double()
-    else:
-        x64 = x64 * block.w.unsqueeze(-1)
-        mass = torch.zeros(k, dtype=torch.float64, device=lab.device).index_add_(0, lab, block.w)
-    sums = torch.zeros(k, c.shape[1], dtype=torch.float64, device=lab.device)
-    return LloydStats(sums.index_add_(0, lab, x64).cpu(), mass.cpu())
+    stats = _block_step(block, c)
+    return LloydStats(stats.sums[0].cpu(), stats.mass[0].cpu())
 
 
 def _finish(c: torch.Tensor, stats: LloydStats) -> torch.Tensor:
@@ -184,8 +126,7 @@ def lloyd_step(source: Source, c: torch.Tensor, model: ExactLloydModel | None = 
             raise ValueError("path='dense' needs a NumPy array (or memmap) or a sparse "
                              "matrix, not a dask array; use path='fused'.")
         return _dense_step(source, model, c)
-    c_cpu = c.cpu()
-    stats = source.map_reduce(lloyd_partial, sum_parts, c_cpu, c_cpu.square().sum(-1))
+    stats = source.map_reduce(lloyd_partial, sum_parts, c.cpu())
     return _finish(c, stats), stats
 
 
@@ -248,15 +189,12 @@ def score_partial(block: Block, c: torch.Tensor, other: torch.Tensor | None):
     contingency table (k * k,) of the two nearest-centre assignments."""
     if sp.issparse(block.x):
         return sparse_score(block, c, other)
-    c = c.to(block.x.device, block.x.dtype)
-    lab = _labels(block.x, c).to(block.x.device)
-    sq = (block.x - c[lab]).double().square().sum(-1)
-    inertia = (sq if block.w is None else sq * block.w).sum().cpu()
+    stats = _block_step(block, c, update=False, inertia=True)
     if other is None:
-        return inertia, None
+        return stats.inertia[0].cpu(), None
     k = c.shape[0]
-    lab2 = _labels(block.x, other.to(block.x.device, block.x.dtype)).to(block.x.device)
-    return inertia, torch.bincount(lab * k + lab2, minlength=k * k).cpu()
+    lab, lab2 = stats.labels[0], _block_step(block, other, update=False).labels[0]
+    return stats.inertia[0].cpu(), torch.bincount(lab * k + lab2, minlength=k * k).cpu()
 
 
 def same_clustering(table: torch.Tensor, k: int) -> bool:

@@ -5,6 +5,7 @@ This subpackage never imports scikit-learn: tensors in, tensors out.
 
 from .attention import DistanceAttention, distance_attention, sqdist
 from .embedding import decode_index, embed_centres, embed_points, index_codes, index_width
+from .kernel import StepStats, exact_step
 from .layer import KMeansLayer, LayerOutput, exact_lloyd_layer
 from .learned import LearnedKMeansModel
 from .model import ExactLloydModel, LloydStep, nearest_centre
@@ -16,11 +17,13 @@ __all__ = [
     "LayerOutput",
     "LearnedKMeansModel",
     "LloydStep",
+    "StepStats",
     "decode_index",
     "distance_attention",
     "embed_centres",
     "embed_points",
     "exact_lloyd_layer",
+    "exact_step",
     "index_codes",
     "index_width",
     "nearest_centre",

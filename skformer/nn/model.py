@@ -17,16 +17,12 @@ import torch
 from torch import nn
 
 from .embedding import check_step_shapes, decode_index, embed_centres, embed_points
+from .kernel import exact_step
 from .layer import EMPTY_RULES, centre_flag_column, exact_lloyd_layer
 
 __all__ = ["PATHS", "ExactLloydModel", "LloydStep", "lloyd_update", "nearest_centre"]
 
 PATHS = ("dense", "fused")
-
-# Rows of points per chunk in the fused path: a (b, rows, k) distance block holds
-# about this many elements.
-_FUSED_BLOCK = 2**20
-
 
 class LloydStep(NamedTuple):
     """Result of one step of the exact model."""
@@ -37,26 +33,14 @@ class LloydStep(NamedTuple):
     """Index of the centre each point was assigned to (before the update), shape (b, n)."""
 
 
-def _argmin_last(dist: torch.Tensor) -> torch.Tensor:
-    """``dist.argmin(-1)``; on the CPU through NumPy, whose SIMD argmin is several times
-    faster than torch's for short rows (k of 10 to 1000). Both return the first index
-    of the minimum."""
-    if dist.device.type == "cpu" and not dist.requires_grad:
-        return torch.from_numpy(dist.numpy().argmin(-1))
-    return dist.argmin(-1)
-
-
-def _chunk_rows(b: int, k: int) -> int:
-    return max(1, _FUSED_BLOCK // max(k * b, 1))
-
-
 def nearest_centre(
     x: torch.Tensor, c: torch.Tensor, *, chunk_rows: int | None = None
 ) -> torch.Tensor:
     """Index of the nearest centre of every point, lowest index on ties.
 
     Uses ``argmin_j (|c_j|^2 - 2 x.c_j)`` (the ``|x|^2`` term is the same for every
-    centre), one matrix product per chunk of points, as scikit-learn does.
+    centre), one matrix product per chunk of points, as scikit-learn does
+    (:func:`~skformer.nn.kernel.exact_step` without the update).
 
     Parameters
     ----------
@@ -76,14 +60,8 @@ def nearest_centre(
     >>> nearest_centre(x, c)
     tensor([[0, 1, 1]])
     """
-    rows = chunk_rows or _chunk_rows(x.shape[0], c.shape[-2])
-    c_sq = c.square().sum(-1).unsqueeze(-2)
-    c_t = c.transpose(-1, -2)
-    out = torch.empty(x.shape[:-1], dtype=torch.long, device=x.device)
-    for s in range(0, x.shape[-2], rows):
-        dist = torch.baddbmm(c_sq, x[:, s : s + rows], c_t, alpha=-2.0)
-        out[:, s : s + rows] = _argmin_last(dist)
-    return out
+    budget = {} if chunk_rows is None else {"budget": chunk_rows * c.shape[-2]}
+    return exact_step(x, c, update=False, **budget).labels
 
 
 def lloyd_update(
@@ -93,7 +71,8 @@ def lloyd_update(
 
     A1 is the nearest centre (lowest index on ties), A3 the (weighted) mean of each
     cluster, A2 and A4 erase the previous scratch and centre; a cluster of zero weight
-    keeps its centre. Chunked over points: O(n k d) time, O(chunk k) extra memory.
+    keeps its centre. This is :func:`~skformer.nn.kernel.exact_step`: O(n k d) time,
+    O(chunk k) extra memory.
 
     Parameters
     ----------
@@ -112,31 +91,8 @@ def lloyd_update(
     >>> lloyd_update(x, torch.tensor([[[0.0], [10.0], [50.0]]])).centres.ravel()
     tensor([ 0.5000, 10.0000, 50.0000])
     """
-    # Chunk by chunk: A1 (nearest centre), then A3's numerator and denominator
-    # (weighted sums per cluster) while the chunk is still in cache.
-    b, k, d = c.shape
-    rows = _chunk_rows(b, k)
-    c_sq = c.square().sum(-1).unsqueeze(-2)
-    c_t = c.transpose(-1, -2)
-    offset = k * torch.arange(b, device=x.device).unsqueeze(1)
-    labels = torch.empty(x.shape[:-1], dtype=torch.long, device=x.device)
-    sums = x.new_zeros(b * k, d)
-    mass = torch.zeros(b * k, dtype=torch.float64, device=x.device)  # exact counts
-    for s in range(0, x.shape[-2], rows):
-        xc = x[:, s : s + rows]
-        lab = _argmin_last(torch.baddbmm(c_sq, xc, c_t, alpha=-2.0)).to(x.device)
-        labels[:, s : s + rows] = lab
-        flat = (lab + offset).reshape(-1)
-        if sample_weight is None:
-            sums.index_add_(0, flat, xc.reshape(-1, d))
-            mass += torch.bincount(flat, minlength=b * k)
-        else:
-            wc = sample_weight[:, s : s + rows].to(x.dtype)
-            sums.index_add_(0, flat, (xc * wc.unsqueeze(-1)).reshape(-1, d))
-            mass.index_add_(0, flat, wc.reshape(-1).to(torch.float64))
-    sums, mass = sums.view(b, k, d), mass.view(b, k, 1).to(x.dtype)
-    centres = torch.where(mass > 0, sums / torch.where(mass > 0, mass, 1.0), c)
-    return LloydStep(centres, labels)
+    stats = exact_step(x, c, weight=sample_weight)
+    return LloydStep(stats.centres(c), stats.labels)
 
 
 class ExactLloydModel(nn.Module):
