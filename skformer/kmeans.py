@@ -187,7 +187,8 @@ class TransformerKMeans(BaseTransformerKMeans):
         The learned steps run on at most this many points: all of them when
         ``n_samples <= max_context``, else a seeded sample (the same for every run);
         the Lloyd steps always run on all the data. None: all points (the
-        points-to-points attention then costs ``n_samples**2``).
+        points-to-points attention then costs ``n_samples**2``). With
+        ``learned_starts >= 1`` it must be at least ``n_clusters``.
     pretrain : bool, default=True
         Pretrain a model on demand when none is stored for the shape. If False, a
         missing model raises :class:`LookupError`.
@@ -333,6 +334,10 @@ class TransformerKMeans(BaseTransformerKMeans):
         self._skip_reason = None
         if self.learned_starts == 0:
             return self._skip("learned_starts=0: Lloyd's algorithm only")
+        if self.max_context is not None and self.max_context < self.n_clusters:
+            raise ValueError(
+                f"max_context={self.max_context} should be >= n_clusters={self.n_clusters}: "
+                "the learned steps run on a sample of max_context points.")
         if self.n_clusters == 1:
             return self._skip("n_clusters=1: the mean is the optimum")
         selected = _select_model(

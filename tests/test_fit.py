@@ -96,3 +96,28 @@ def test_sum_parts_keeps_named_tuples():
                                                                      torch.ones(2))]
     merged = sum_parts(parts)
     assert isinstance(merged, LloydStats) and float(merged.mass.sum()) == 4.0
+
+
+@pytest.mark.parametrize(
+    "returned, match",
+    [
+        (np.array([1.5, 2.5, 3.5]), r"array=\[1\.5 2\.5 3\.5\]"),
+        (np.full((3, 2), 7.0), r"initial centers \(3, 2\) does not match the number of "
+                               r"clusters 2"),
+        (np.full((2, 3), 7.0), r"initial centers \(2, 3\) does not match the number of "
+                               r"features of the data 2"),
+    ],
+)
+@pytest.mark.parametrize("estimator", ["TransformerKMeans", "ExactLloydTransformer"])
+def test_callable_init_errors_show_the_users_values(estimator, returned, match):
+    # The data are rescaled by a power of two inside the fit; a callable's wrong output
+    # was reported rescaled (array=[0.00073 ...]) (issue 21).
+    import skformer
+
+    X = np.random.default_rng(0).normal(size=(50, 2)) * 1000
+
+    def init(X, n_clusters, random_state):
+        return returned
+
+    with pytest.raises(ValueError, match=match):
+        getattr(skformer, estimator)(2, init=init, n_init=1).fit(X)

@@ -313,6 +313,9 @@ def test_invalid_parameters(params, match):
         (np.ones((5, 2)), {"n_clusters": 2, "device": "cuda:7"}, "CUDA is not available"),
         (np.ones((5, 2)), {"n_clusters": 2, "finish": "none", "learned_starts": 0},
          r"finish='none' needs learned_starts >= 1"),
+        (np.arange(40.0).reshape(20, 2), {"n_clusters": 4, "learned_starts": 1,
+                                          "max_context": 3},
+         r"max_context=3 should be >= n_clusters=4"),
     ],
 )
 def test_bad_input_errors(X, params, match):
@@ -348,3 +351,20 @@ def test_learned_fits_leave_the_global_torch_generator_alone():
         before = torch.get_rng_state()
         TransformerKMeans(4, learned_starts=1, random_state=0).fit(X)
         assert torch.equal(torch.get_rng_state(), before)
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+@pytest.mark.parametrize("finish", ["lloyd", "none"])
+@pytest.mark.parametrize("weight", [1e-40, 1e40, 1e300])
+def test_uniform_weights_however_large_change_nothing(finish, weight):
+    # Weights beyond float32's range overflowed in the learned steps (issue 21): a
+    # RuntimeWarning, and with finish="none" the starting centres came back.
+    X, _ = make_blobs(200, n_features=2, centers=4, random_state=0)
+    est = dict(n_clusters=4, learned_starts=1, random_state=0, finish=finish)
+    ref = TransformerKMeans(**est).fit(X, sample_weight=np.ones(len(X)))
+    fit = TransformerKMeans(**est).fit(X, sample_weight=np.full(len(X), weight))
+    np.testing.assert_array_equal(fit.labels_, ref.labels_)
+    np.testing.assert_allclose(fit.cluster_centers_, ref.cluster_centers_, rtol=1e-12)
+    assert fit.n_learned_steps_ == ref.n_learned_steps_
+    assert fit.selected_run_ == ref.selected_run_
+    assert fit.inertia_ == pytest.approx(weight * ref.inertia_, rel=1e-9)

@@ -64,7 +64,9 @@ class LearnedPhase:
     rows : ndarray of shape (r, d)
         The context rows, fit frame.
     weight : ndarray of shape (r,) or None
-        Their sample weights.
+        Their sample weights. The steps see them divided by their maximum, which
+        changes no weighted mean and keeps any finite weights within float32's range
+        (uniform weights, however large or small, cluster as no weights do).
     frame : ModelFrame
     """
 
@@ -74,8 +76,13 @@ class LearnedPhase:
         self.model, self.frame = model, frame
         device = frame.lo.device
         z = frame.to_model(torch.from_numpy(np.asarray(rows)).to(device)).unsqueeze(0)
-        self.weight = None if weight is None else torch.from_numpy(
-            np.asarray(weight, dtype=np.float32)).to(device).unsqueeze(0)
+        # The objective is in units of the largest weight (``weight_unit``, for the log).
+        self.weight, self.weight_unit = None, 1.0
+        if weight is not None:
+            weight = np.asarray(weight, dtype=np.float64)
+            self.weight_unit = float(weight.max()) or 1.0
+            self.weight = torch.from_numpy(
+                (weight / self.weight_unit).astype(np.float32)).to(device).unsqueeze(0)
         self.points = z
         sq = z[0].double().square().sum(-1)
         self.points_sq = float(sq.sum() if self.weight is None
@@ -125,7 +132,8 @@ class LearnedPhase:
             z, n_steps = new, n_steps + 1
             objective = self.objective(z)
             logger.info("Learned step %d, centre shift %.6g, objective %.6g.", i,
-                        to_user(shift * frame.scale**2), to_user(objective * frame.scale**2))
+                        to_user(shift * frame.scale**2),
+                        to_user(objective * frame.scale**2) * self.weight_unit)
             if objective < best:
                 best_z, best = z, objective
             if i + 1 < self.model.schedule:  # the schedule runs to its end

@@ -111,27 +111,35 @@ def _init_centroids(X, n_clusters, init, random_state, sample_weight):
         if sp.issparse(centers):
             centers = centers.toarray()
     elif callable(init):
-        centers = init(X, n_clusters, random_state=random_state)
-        centers = check_array(centers, dtype=X.dtype, copy=False, order="C")
-        if centers.shape != (n_clusters, X.shape[1]):
-            raise ValueError(
-                f"The shape of the initial centers {centers.shape} does not match "
-                f"the number of clusters {n_clusters}." if centers.shape[0] != n_clusters
-                else f"The shape of the initial centers {centers.shape} does not match "
-                f"the number of features of the data {X.shape[1]}.")
+        centers = _checked_centers(init(X, n_clusters, random_state=random_state),
+                                   n_clusters, X.shape[1], X.dtype)
     else:
         centers = init
     return centers
 
 
+def _checked_centers(centers, n_clusters: int, n_features: int, dtype) -> np.ndarray:
+    """A callable ``init``'s output as a C-ordered array of ``dtype``, with KMeans'
+    errors for a wrong shape (they show the values as the callable returned them)."""
+    centers = check_array(centers, dtype=dtype, copy=False, order="C")
+    if centers.shape != (n_clusters, n_features):
+        raise ValueError(
+            f"The shape of the initial centers {centers.shape} does not match "
+            f"the number of clusters {n_clusters}." if centers.shape[0] != n_clusters
+            else f"The shape of the initial centers {centers.shape} does not match "
+            f"the number of features of the data {n_features}.")
+    return centers
+
+
 def _rescaled_callable(init: Callable, power: int) -> Callable:
     """A callable ``init`` sees the data in the user's units (dense: centred), as in
-    KMeans."""
+    KMeans; its output is checked in those units too, then brought to the fit frame."""
 
     def scaled_init(X, n_clusters, random_state):
         X = ldexp_csr(X, power) if sp.issparse(X) else np.ldexp(X, power)
-        centers = init(X, n_clusters, random_state=random_state)
-        return np.ldexp(np.asarray(centers, dtype=X.dtype), -power)
+        centers = _checked_centers(init(X, n_clusters, random_state=random_state),
+                                   n_clusters, X.shape[1], X.dtype)
+        return np.ldexp(centers, -power)
 
     return scaled_init
 
