@@ -27,6 +27,22 @@ def test_demo_prints_a_comparison(capsys):
     assert "inertia ratio TransformerKMeans(onehot) / KMeans" in out
 
 
+def test_demo_on_overlapping_blobs_keeps_the_learned_run(capsys):
+    # The bundled data sets never change with the learned mode; the generated blobs of
+    # the README's first snippet do (issue 21).
+    assert main(["demo", "--dataset", "blobs"]) == 0
+    out = capsys.readouterr().out
+    assert "n_samples=2000 n_features=8 n_clusters=10" in out
+    assert "The learned run was kept" in out
+    assert "lower objective than KMeans" in out
+
+
+def test_demo_says_when_the_learned_run_cannot_help(capsys):
+    assert main(["demo", "--dataset", "iris"]) == 0
+    out = capsys.readouterr().out
+    assert "--dataset blobs" in out
+
+
 def test_demo_reports_too_many_clusters(capsys):
     assert main(["demo", "--n-clusters", "500"]) == 2
     assert "n_samples=150 should be >= n_clusters=500." in capsys.readouterr().err
