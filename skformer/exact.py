@@ -104,6 +104,12 @@ class ExactLloydTransformer(BaseTransformerKMeans):
     the fitted centres directly (nearest centre, distances, ``-inertia``), row by
     row (sparse CSR input: chunk by chunk, never densified).
 
+    A process forked after a fit (``multiprocessing`` with the ``"fork"`` start
+    method, joblib's ``"multiprocessing"`` backend) hangs in its next fit, as with
+    :class:`~sklearn.cluster.KMeans`: PyTorch's OpenMP thread pool does not survive
+    ``fork``. Use the ``"spawn"`` or ``"forkserver"`` start method (joblib's default
+    backend is safe), or call ``torch.set_num_threads(1)`` before forking.
+
     Examples
     --------
     >>> import numpy as np
