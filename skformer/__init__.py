@@ -10,11 +10,15 @@ TransformerKMeans
     steps, with KMeans' interface.
 LearnedKMeansModel
     The trainable one-layer transformer whose forward pass is a clustering step.
+batch_k_means
+    K-means of many independent problems in one call (a batch ``(b, n, d)`` or a list
+    of arrays), each problem's result KMeans'.
 load_model, pretrain
     The pretrained-model store: shipped weights, a user cache, pretraining on demand.
 """
 
 from ._version import __version__
+from .batch import batch_k_means
 from .exact import ExactLloydTransformer
 from .kmeans import TransformerKMeans
 from .nn.learned import LearnedKMeansModel
@@ -25,6 +29,7 @@ __all__ = [
     "LearnedKMeansModel",
     "TransformerKMeans",
     "__version__",
+    "batch_k_means",
     "load_model",
     "pretrain",
 ]

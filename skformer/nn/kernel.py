@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import torch
 
-__all__ = ["StepStats", "Workspace", "exact_step"]
+__all__ = ["StepStats", "Workspace", "exact_step", "ordered_sum"]
 
 # Elements of one (problems, rows, k) block of distances: 4 MiB of float32, which keeps
 # a block and its minimum in the caches.
@@ -52,8 +52,9 @@ class StepStats(NamedTuple):
     """Total weight of each cluster, shape (b, k), the dtype of ``sums``; None with
     ``update=False``."""
     inertia: torch.Tensor | None
-    """``sum_i w_i |x_i - c_{label_i}|^2`` from the literal differences, shape (b,),
-    float64; None unless asked for."""
+    """``sum_i w_i |x_i - c_{label_i}|^2`` from the literal differences (each point's
+    squared distance in ``x``'s dtype, their sum in float64), shape (b,); None unless
+    asked for."""
 
     def centres(self, c: torch.Tensor) -> torch.Tensor:
         """The updated centres (b, k, d), ``c``'s dtype: each cluster's mean, or its
@@ -124,6 +125,24 @@ def _distances(x: torch.Tensor, c_t: torch.Tensor, c_sq: torch.Tensor,
         return torch.baddbmm(c_sq.unsqueeze(-2), x, c_t, alpha=-2.0)[:, :1]
     dist = _empty(workspace, "distances", (*x.shape[:2], c_t.shape[-1]), x.dtype, x.device)
     return torch.baddbmm(c_sq.unsqueeze(-2), x, c_t, alpha=-2.0, out=dist)
+
+
+def ordered_sum(v: torch.Tensor) -> torch.Tensor:
+    """Sum over the last axis, term after term in order (a running sum's last value).
+
+    A vectorised sum groups its terms by their position in blocks of the axis's length,
+    so the rounding of a problem's sum would depend on how far its row is padded;
+    summed in order, trailing zeros leave it unchanged to the bit (on the CPU).
+
+    Examples
+    --------
+    >>> import torch
+    >>> ordered_sum(torch.tensor([[1.0, 2.0, 0.0], [3.0, 0.0, 0.0]]))
+    tensor([3., 3.])
+    """
+    if v.shape[-1] == 0:
+        return v.sum(-1)
+    return v.cumsum(-1)[..., -1]
 
 
 def _chunks(b: int, n: int, k: int, budget: int) -> tuple[int, int]:
@@ -235,8 +254,10 @@ def exact_step(
                 _accumulate(sums[P], mass[P], xr, lab, wr, one_hot, workspace)
             if inertia:
                 nearest = c[P].gather(1, lab.unsqueeze(-1).expand(-1, -1, d))
-                sq = (xr.double() - nearest.double()).square().sum(-1)
-                total[P] += (sq if wr is None else sq * wr.double()).sum(-1)
+                diff = xr - nearest
+                sq = (diff.square().sum(-1) if diff.dtype == torch.float64
+                      else diff.square().sum(-1).double())
+                total[P] += ordered_sum(sq if wr is None else sq * wr.double())
             if mask is not None:
                 lab = lab.masked_fill(~mask[P, R], -1)
             labels[P, R] = lab

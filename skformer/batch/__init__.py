@@ -1,0 +1,277 @@
+"""Many clustering problems in one call: :func:`batch_k_means`.
+
+The transformer's own form is a batch of problems, points ``(b, n, d)`` and centres
+``(b, k, d)``. :func:`batch_k_means` clusters every problem of such a batch at once -
+product-quantisation codebooks (one k-means per sub-space), a colour palette per image
+or tile, k-means over each image's patch tokens or each attention head's keys - where a
+loop of :class:`sklearn.cluster.KMeans` pays a fixed cost per problem.
+
+Per problem, the result is :class:`~sklearn.cluster.KMeans`' (``algorithm="lloyd"``,
+the same ``init`` centres, ``tol`` relative to that problem's variance), except that a
+cluster left without points keeps its centre. Problems of different sizes are padded
+and masked; each stops on its own; a problem's result never depends on the other
+problems of the batch.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from ..seeding import ProblemStreams, kmeans_plusplus, kmeans_plusplus_draws, random_rows
+from ._inputs import Block, Problems, as_problems, warn_explicit_init
+from ._lloyd import RunState, best_runs, final_assignment, run_lloyd
+
+__all__ = ["BatchKMeansResult", "batch_k_means"]
+
+# Largest (problems, candidates, rows) block of k-means++ distances at once.
+_SEED_BUDGET = 2**21
+
+
+class BatchKMeansResult(NamedTuple):
+    """The result of :func:`batch_k_means`; unpacks like a tuple.
+
+    With a 3-D ``X``: arrays (NumPy in, NumPy out; a tensor in, tensors out on its
+    device). With a list ``X``: ``cluster_centers`` and ``labels`` are lists, one entry
+    per problem, and ``inertia`` and ``n_iter`` arrays.
+    """
+
+    cluster_centers: np.ndarray | torch.Tensor | list
+    """Shape (b, k, d), X's float dtype; the rows past a problem's ``n_clusters`` are
+    NaN (a list: one (k_i, d) array per problem)."""
+    labels: np.ndarray | torch.Tensor | list
+    """Shape (b, n): int32 for NumPy, int64 for torch; -1 on padded rows (a list: one
+    (n_i,) array per problem)."""
+    inertia: np.ndarray | torch.Tensor
+    """Shape (b,), float64: each problem's sum of weighted squared distances."""
+    n_iter: np.ndarray | torch.Tensor
+    """Shape (b,), int64: iterations of each problem's best run."""
+
+
+def _check_params(init, n_init, max_iter, tol) -> None:
+    if isinstance(init, str) and init not in ("k-means++", "random"):
+        raise ValueError(f"init must be 'k-means++', 'random', an array of shape "
+                         f"(n_problems, n_clusters, n_features) or a list of arrays; got "
+                         f"{init!r}.")
+    for name, value in (("n_init", n_init), ("max_iter", max_iter)):
+        if not isinstance(value, Integral) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}.")
+    if not isinstance(tol, Real) or isinstance(tol, bool) or not tol >= 0:
+        raise ValueError(f"tol must be a float >= 0, got {tol!r}.")
+
+
+def _explicit_init(init, problems: Problems) -> torch.Tensor:
+    """Initial centres given by the caller, as one (b, k_max, d) float64 tensor (rows past
+    a problem's ``n_clusters`` zero), checked against the problems."""
+    b, d = problems.n_problems, problems.n_features
+    k_max = int(problems.ks.max())
+    out = torch.zeros((b, k_max, d), dtype=torch.float64, device=problems.device)
+    if isinstance(init, (list, tuple)):
+        if len(init) != b:
+            raise ValueError(f"init has {len(init)} arrays for {b} problems.")
+        for i, c in enumerate(init):
+            c = torch.as_tensor(np.asarray(c) if not isinstance(c, torch.Tensor) else c,
+                                dtype=torch.float64).to(problems.device)
+            if tuple(c.shape) != (int(problems.ks[i]), d):
+                raise ValueError(f"The shape of the initial centers {tuple(c.shape)} does "
+                                 f"not match (n_clusters, n_features) = "
+                                 f"({problems.ks[i]}, {d}) (problem {i}).")
+            out[i, : c.shape[0]] = c
+    else:
+        c = init.detach() if isinstance(init, torch.Tensor) else torch.from_numpy(
+            np.asarray(init, dtype=np.float64))
+        c = c.to(problems.device, torch.float64)
+        if tuple(c.shape) != (b, k_max, d):
+            raise ValueError(f"The shape of the initial centers {tuple(c.shape)} does not "
+                             f"match (n_problems, n_clusters, n_features) = ({b}, {k_max}, "
+                             f"{d}).")
+        out.copy_(c)
+        out *= torch.arange(k_max, device=out.device).view(1, -1, 1) < torch.as_tensor(
+            problems.ks, device=out.device).view(-1, 1, 1)
+    bad = torch.nonzero(~torch.isfinite(out).all(-1).all(-1))
+    if bad.numel():
+        raise ValueError(f"The initial centers contain NaN or infinity (problem "
+                         f"{int(bad[0, 0])}).")
+    return out
+
+
+def _seed(block: Block, init, streams: ProblemStreams) -> torch.Tensor:
+    """Initial centres (p, k_max, d) of one run of each of the block's problems (working
+    frame), from each problem's own stream."""
+    p, n, d = block.x.shape
+    k_max = int(block.ks.max())
+    out = torch.empty((p, k_max, d), dtype=block.x.dtype, device=block.x.device)
+    if init == "random":
+        u = torch.from_numpy(streams.subset(block.index).uniform(n))
+        out[:] = random_rows(block.x, block.ks, u, weight=block.weight, mask=block.mask)[0]
+        return out
+    draws = max(kmeans_plusplus_draws(int(k)) for k in np.unique(block.ks.cpu().numpy()))
+    u = torch.from_numpy(streams.subset(block.index).uniform(draws))
+    trials = 2 + int(np.log(k_max))
+    per = max(1, _SEED_BUDGET // max(1, trials * n))
+    for s in range(0, p, per):
+        part = slice(s, s + per)
+        out[part] = kmeans_plusplus(
+            block.x[part], block.ks[part], u[part],
+            weight=None if block.weight is None else block.weight[part],
+            mask=None if block.mask is None else block.mask[part])[0]
+    return out
+
+
+def batch_k_means(
+    X,
+    n_clusters,
+    *,
+    sample_weight=None,
+    lengths=None,
+    init="k-means++",
+    n_init=1,
+    max_iter=300,
+    tol=1e-4,
+    random_state=None,
+    device="auto",
+) -> BatchKMeansResult:
+    """K-means clustering of many independent problems in one call.
+
+    Shaped like :func:`sklearn.cluster.k_means`, for a batch: problem ``i``'s result is
+    what ``KMeans(n_clusters[i], init=C_i, n_init=1, algorithm="lloyd")`` returns on
+    ``X[i]`` from the same initial centres ``C_i`` - labels, centres (up to rounding),
+    inertia and number of iterations - except that a cluster left without points keeps
+    its centre (KMeans moves it to a far point).
+
+    Parameters
+    ----------
+    X : array-like or Tensor of shape (b, n, d), or list of b arrays of shape (n_i, d)
+        The problems. A 3-D array may hold problems of different lengths (see
+        ``lengths``); a list holds them as they are. A tensor stays on its device;
+        float32 stays float32 (other dtypes become float64).
+    n_clusters : int or array-like of b ints
+        Clusters per problem. Where they differ, ``cluster_centers`` is padded to the
+        largest with NaN rows, which no computation reads.
+    sample_weight : array-like of shape (b, n), or list of b arrays of shape (n_i,), \
+            default=None
+        Non-negative weights of the points (padded rows' are ignored). Not used by an
+        explicit ``init``.
+    lengths : array-like of b ints, default=None
+        With a 3-D ``X``: problem ``i``'s points are its first ``lengths[i]`` rows; the
+        other rows are padding (any values) and get label -1. None: all rows.
+    init : {"k-means++", "random"}, array-like of shape (b, k, d) or list of (k_i, d) \
+            arrays, default="k-means++"
+        ``"k-means++"``: scikit-learn's greedy k-means++ (``2 + int(ln k)`` candidates
+        per centre); ``"random"``: ``k`` distinct points drawn in proportion to their
+        weights; or the initial centres themselves (then ``n_init`` is 1).
+    n_init : int, default=1
+        Runs per problem from different initial centres; each problem keeps its run of
+        lowest inertia (KMeans' rule).
+    max_iter : int, default=300
+        Maximum Lloyd iterations of a run.
+    tol : float, default=1e-4
+        Relative tolerance: a run stops when its squared centre shift is within ``tol``
+        times the mean variance of its problem's features (or its labels did not
+        change).
+    random_state : None, int, numpy RandomState or Generator, or array of b ints, \
+            default=None
+        Seeds the initialisation. Every problem draws from its own stream, a function
+        of one root seed and the problem's index (or of ``random_state[i]`` alone when
+        one seed per problem is given), so a problem's result does not depend on the
+        other problems of the batch.
+    device : str or torch.device, default="auto"
+        Where the work runs: ``"auto"`` is a tensor's own device, or CUDA when present
+        for NumPy input. Results come back where ``X`` came from.
+
+    Returns
+    -------
+    BatchKMeansResult
+        ``(cluster_centers, labels, inertia, n_iter)``.
+
+    See Also
+    --------
+    sklearn.cluster.k_means : One problem.
+    skformer.TransformerKMeans : One problem, as a scikit-learn estimator.
+
+    Notes
+    -----
+    Each iteration is one exact step of every unfinished problem
+    (:func:`skformer.nn.exact_step`: nearest centre by ``|c|^2 - 2 x.c``, the cluster
+    means; what a layer of the exact transformer computes), on each problem's rows
+    translated by their mean and scaled by a power of two, as KMeans translates them.
+    A problem leaves the batch when it stops. The problems are processed in blocks of
+    about 2**22 values (a list, sorted by length, so padding stays small): extra memory
+    is one block and its distances, whatever ``b``. On a CPU a problem's results are
+    the same to the bit in any batch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skformer import batch_k_means
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(100, 64, 2)) + 8 * rng.integers(0, 2, size=(100, 64, 1))
+    >>> centers, labels, inertia, n_iter = batch_k_means(X, 2, random_state=0)
+    >>> centers.shape, labels.shape, inertia.shape, n_iter.shape
+    ((100, 2, 2), (100, 64), (100,), (100,))
+
+    Problems of different lengths and numbers of clusters, as a list:
+
+    >>> problems = [rng.normal(size=(m, 3)) for m in (30, 50, 40)]
+    >>> result = batch_k_means(problems, [2, 3, 4], random_state=0)
+    >>> [c.shape for c in result.cluster_centers], [len(lab) for lab in result.labels]
+    ([(2, 3), (3, 3), (4, 3)], [30, 50, 40])
+    """
+    _check_params(init, n_init, max_iter, tol)
+    problems = as_problems(X, n_clusters, lengths=lengths, sample_weight=sample_weight,
+                           device=device)
+    explicit = None if isinstance(init, str) else _explicit_init(init, problems)
+    if explicit is not None:
+        n_init = warn_explicit_init(n_init)
+    streams = ProblemStreams.from_random_state(random_state, problems.n_problems)
+    b, d = problems.n_problems, problems.n_features
+    k_max, n_max = int(problems.ks.max()), int(problems.lengths.max())
+    dev = problems.device
+    centres = torch.empty((b, k_max, d), dtype=torch.float64, device=dev)
+    labels = torch.full((b, n_max), -1, dtype=torch.int64, device=dev)
+    inertia = torch.empty(b, dtype=torch.float64, device=dev)
+    n_iter = torch.empty(b, dtype=torch.int64, device=dev)
+    for index in problems.blocks:
+        block = problems.block(index, float(tol))
+        p = len(index)
+        if explicit is not None:
+            starts = block.to_working(explicit[torch.as_tensor(index, device=dev)])
+        else:
+            starts = torch.cat([_seed(block, init, streams.child(r)) for r in range(n_init)])
+        state = RunState(torch.arange(p, device=dev).repeat(n_init), starts,
+                         torch.zeros(p * n_init, dtype=torch.int64, device=dev))
+        run_lloyd(block, state, int(max_iter))
+        final_assignment(block, state)
+        best = best_runs(state, p, n_init)
+        where = torch.as_tensor(index, device=dev)
+        centres[where] = block.to_user(state.centres[best])
+        labels[where, : block.x.shape[1]] = state.labels[best]
+        inertia[where] = block.squared_to_user(state.inertia[best])
+        n_iter[where] = state.n_iter[best]
+    centre_rows = torch.arange(k_max, device=dev) < torch.as_tensor(problems.ks, device=dev
+                                                                   ).unsqueeze(-1)
+    centres = centres.masked_fill(~centre_rows.unsqueeze(-1), float("nan"))
+    return _result(problems, centres.to(problems.dtype), labels, inertia, n_iter)
+
+
+def _result(problems: Problems, centres, labels, inertia, n_iter) -> BatchKMeansResult:
+    """The results in the form the caller passed ``X``."""
+    if problems.form == "torch":
+        to = problems.source_device
+        return BatchKMeansResult(centres.to(to), labels.to(to), inertia.to(to), n_iter.to(to))
+    centres_np, labels_np = centres.cpu().numpy(), labels.cpu().numpy().astype(np.int32)
+    inertia_np, n_iter_np = inertia.cpu().numpy(), n_iter.cpu().numpy()
+    if problems.form == "numpy":
+        return BatchKMeansResult(centres_np, labels_np, inertia_np, n_iter_np)
+    ks, lengths = problems.ks, problems.lengths
+    if problems.form == "torch-list":
+        to = problems.source_device
+        return BatchKMeansResult([centres[i, : ks[i]].to(to) for i in range(len(ks))],
+                                 [labels[i, : lengths[i]].to(to) for i in range(len(ks))],
+                                 inertia.to(to), n_iter.to(to))
+    return BatchKMeansResult([centres_np[i, : ks[i]] for i in range(len(ks))],
+                             [labels_np[i, : lengths[i]] for i in range(len(ks))],
+                             inertia_np, n_iter_np)

@@ -1,0 +1,161 @@
+"""Lloyd runs of many problems at once, each stopping on its own.
+
+Dimension legend: ``e`` runs (a problem's ``n_init`` runs are ``n_init`` entries),
+``p`` problems of a block, ``n`` rows, ``k`` clusters, ``d`` features.
+
+A run follows :class:`sklearn.cluster.KMeans` (``algorithm="lloyd"``) step for step:
+each iteration assigns every point to its nearest centre and moves each centre to the
+mean of its points (the exact transformer's layer, :func:`~skformer.nn.kernel.exact_step`);
+a run ends when its labels did not change (strict convergence), when its squared centre
+shift is within its tolerance, or after ``max_iter`` iterations; a run that did not end
+by strict convergence gets its labels from its final centres. A cluster without points
+keeps its centre (where KMeans moves it to a far point). Runs that have ended leave the
+batch: the work of an iteration is that of the runs still going.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..nn.kernel import exact_step
+from ._inputs import Block
+
+__all__ = ["RunState", "best_runs", "final_assignment", "run_lloyd"]
+
+# Largest (runs, rows, k) block of distances of one kernel call.
+_BUDGET = 2**20
+
+
+@dataclass
+class RunState:
+    """Runs of a block of problems (``n_init`` per problem), in the working frame."""
+
+    problem: torch.Tensor
+    """Row of the block (local problem index) of each run, shape (e,)."""
+    centres: torch.Tensor
+    """Shape (e, k, d)."""
+    n_iter: torch.Tensor
+    """Iterations run, shape (e,) int64."""
+    labels: torch.Tensor | None = None
+    """Each run's labels, shape (e, n) int64 (-1 on padding), once final."""
+    inertia: torch.Tensor | None = None
+    """Each run's inertia (working frame), shape (e,) float64, once final."""
+
+
+def _groups(active: torch.Tensor, per: int):
+    """Consecutive slices of ``per`` of the runs ``active``."""
+    for s in range(0, active.numel(), per):
+        yield active[s : s + per]
+
+
+def _rows(block: Block, problem: torch.Tensor, full: bool):
+    """The rows, mask and weights of runs' problems ``problem`` (views for ``full``)."""
+    if full:
+        return block.x, block.mask, block.weight
+    pick = (lambda t: None if t is None else t.index_select(0, problem))  # noqa: E731
+    return pick(block.x), pick(block.mask), pick(block.weight)
+
+
+def _per_call(block: Block, k: int) -> int:
+    """Runs per kernel call: as many whole problems as the distance budget holds."""
+    n = block.x.shape[1]
+    return max(1, _BUDGET // max(1, n * k))
+
+
+@torch.no_grad()
+def run_lloyd(block: Block, state: RunState, max_iter: int) -> RunState:
+    """Lloyd iterations of every run of ``state`` until each stops (in place).
+
+    The clusters' sums are scatter-adds of the rows in their order, so a problem's
+    numbers are the same to the bit whatever its padding and its neighbours in the
+    batch (a one-hot product would sum in an order that depends on the padded length).
+
+    Parameters
+    ----------
+    block : Block
+    state : RunState
+        Runs from their initial centres (``n_iter`` 0).
+    max_iter : int
+    """
+    k = state.centres.shape[1]
+    e, n = state.problem.numel(), block.x.shape[1]
+    per = _per_call(block, k)
+    centre_mask = block.centre_mask
+    previous = torch.full((e, n), -2, dtype=torch.int32, device=block.x.device)
+    active = torch.arange(e, device=block.x.device)
+    identity = e == block.x.shape[0] and bool(
+        (state.problem == torch.arange(e, device=state.problem.device)).all())
+    for _ in range(max_iter):
+        if active.numel() == 0:
+            break
+        done = []
+        for runs in _groups(active, per):
+            full = identity and runs.numel() == e
+            problem = state.problem[runs]
+            x, mask, weight = _rows(block, problem, full)
+            c = state.centres[runs]
+            stats = exact_step(x, c, weight=weight, mask=mask, one_hot=False,
+                               centre_mask=None if centre_mask is None
+                               else centre_mask[problem])
+            new = stats.centres(c)
+            labels = stats.labels.to(torch.int32)
+            same = (labels == previous[runs]).all(-1)
+            shift = (new.double() - c.double()).square().sum((-1, -2))
+            state.centres[runs] = new
+            previous[runs] = labels
+            state.n_iter[runs] += 1
+            done.append(same | (shift <= block.tol[problem]))
+        active = active[~torch.cat(done)]
+    return state
+
+
+@torch.no_grad()
+def final_assignment(block: Block, state: RunState) -> RunState:
+    """Each run's labels and inertia under its final centres (in place)."""
+    k = state.centres.shape[1]
+    per = _per_call(block, k)
+    e = state.problem.numel()
+    centre_mask = block.centre_mask
+    labels, inertia = [], []
+    for runs in _groups(torch.arange(e, device=block.x.device), per):
+        problem = state.problem[runs]
+        x, mask, weight = _rows(block, problem, False)
+        stats = exact_step(x, state.centres[runs], weight=weight, mask=mask, update=False,
+                           inertia=True, centre_mask=None if centre_mask is None
+                           else centre_mask[problem])
+        labels.append(stats.labels)
+        inertia.append(stats.inertia)
+    state.labels, state.inertia = torch.cat(labels), torch.cat(inertia)
+    return state
+
+
+def _same_partition(a: torch.Tensor, b: torch.Tensor, k: int) -> torch.Tensor:
+    """Whether labels ``a`` and ``b`` (p, n) are one partition renamed, per row (-1 on
+    padding in both)."""
+    p = a.shape[0]
+    valid = a >= 0
+    a0, b0 = a.clamp_min(0), b.clamp_min(0)
+    table = torch.zeros((p, k * k), dtype=torch.int64, device=a.device)
+    table.scatter_add_(1, a0 * k + b0, valid.long())
+    table = table.view(p, k, k) > 0
+    pairs = table.sum((1, 2))
+    return (pairs == table.any(2).sum(1)) & (pairs == table.any(1).sum(1))
+
+
+def best_runs(state: RunState, n_problems: int, n_init: int) -> torch.Tensor:
+    """Index (into the runs) of each problem's best run, shape (p,): KMeans' rule, the
+    first run, replaced by a later one of lower inertia that is not the same partition
+    renamed. Runs are ordered run-major: run ``r`` of problem ``i`` is entry
+    ``r * n_problems + i``."""
+    dev = state.inertia.device
+    best = torch.arange(n_problems, device=dev)
+    k = state.centres.shape[1]
+    for r in range(1, n_init):
+        candidate = r * n_problems + torch.arange(n_problems, device=dev)
+        lower = state.inertia[candidate] < state.inertia[best]
+        if bool(lower.any()):
+            renamed = _same_partition(state.labels[candidate], state.labels[best], k)
+            best = torch.where(lower & ~renamed, candidate, best)
+    return best
