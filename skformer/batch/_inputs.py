@@ -18,7 +18,6 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-
 __all__ = ["Block", "Problems", "as_problems"]
 
 # Values of one block of problems (its working copy): 2**22 float32 values are 16 MiB.
