@@ -168,6 +168,7 @@ def kmeans_plusplus(
     *,
     weight: torch.Tensor | None = None,
     mask: torch.Tensor | None = None,
+    n_local_trials: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy k-means++ centres of every problem of a batch (scikit-learn's rule).
 
@@ -186,6 +187,9 @@ def kmeans_plusplus(
         Sample weights (None: 1).
     mask : bool Tensor of shape (b, n), default=None
         Which rows are points (None: all).
+    n_local_trials : int, default=None
+        Candidates per centre for every problem; None is scikit-learn's
+        ``2 + int(ln k)`` (:func:`local_trials`).
 
     Returns
     -------
@@ -217,7 +221,8 @@ def kmeans_plusplus(
     ks = (n_clusters.to(dev) if isinstance(n_clusters, torch.Tensor)
           else torch.full((b,), int(n_clusters), device=dev))
     k_max = int(ks.max()) if b else 0
-    trials = local_trials(ks)  # (b,)
+    trials = (local_trials(ks) if n_local_trials is None
+              else torch.full_like(ks, int(n_local_trials)))  # (b,)
     t_max = int(trials.max()) if b else 0
     u = uniforms.to(dev, torch.float64)
     w = _weights(x, weight, mask)

@@ -16,6 +16,9 @@ from typing import NamedTuple
 
 import torch
 
+from . import seeding
+from .seeding import local_trials
+
 __all__ = [
     "FAMILIES",
     "TaskBatch",
@@ -293,7 +296,8 @@ def kmeans_plusplus(
     The rule of :func:`sklearn.cluster.kmeans_plusplus`: the first centre is a uniformly
     random point; each next one is the best (lowest potential) of ``n_local_trials``
     candidates drawn with probability proportional to the squared distance to the
-    nearest centre chosen so far.
+    nearest centre chosen so far. This is :func:`skformer.seeding.kmeans_plusplus`
+    with its uniforms drawn from ``generator``.
 
     Parameters
     ----------
@@ -322,22 +326,7 @@ def kmeans_plusplus(
     k = int(n_clusters)
     if not 1 <= k <= n:
         raise ValueError(f"n_clusters must be in [1, n_points={n}], got {n_clusters!r}.")
-    trials = n_local_trials or 2 + int(math.log(k))
-    rows = torch.arange(b, device=x.device)
-    draw = dict(generator=generator, device=generator.device)
-    first = torch.randint(n, (b,), **draw).to(x.device)
-    centres = [x[rows, first]]
-    closest = (x - centres[0].unsqueeze(1)).square().sum(-1)  # (b, n)
-    for _ in range(1, k):
-        total = closest.sum(-1, keepdim=True)
-        # All points equal to a centre (total 0): draw uniformly among them.
-        p = torch.where(total > 0, closest / total.clamp_min(torch.finfo(x.dtype).tiny), 1.0)
-        picks = torch.multinomial(p.to(generator.device, torch.float64), trials,
-                                  replacement=True, generator=generator).to(x.device)
-        cand = x.gather(1, picks.unsqueeze(-1).expand(b, trials, d))  # (b, t, d)
-        dist = (cand.unsqueeze(2) - x.unsqueeze(1)).square().sum(-1)  # (b, t, n)
-        potential = torch.minimum(closest.unsqueeze(1), dist)
-        best = potential.sum(-1).argmin(-1)  # (b,)
-        centres.append(cand[rows, best])
-        closest = potential[rows, best]
-    return torch.stack(centres, dim=1)
+    trials = n_local_trials or local_trials(k)
+    u = torch.rand((b, 1 + (k - 1) * trials), generator=generator, dtype=torch.float64,
+                   device=generator.device)
+    return seeding.kmeans_plusplus(x, k, u, n_local_trials=trials)[0]
