@@ -45,4 +45,7 @@ ax_p.set_xlabel("number of clusters k")
 ax_p.set_ylabel("BN weights / OH weights")
 ax_p.set_title("Weights of one layer, binary relative to one-hot")
 fig.tight_layout()
-plt.show()
+if plt.get_backend().lower() == "agg":  # no display: save the figure instead
+    fig.savefig("plot_binary_vs_onehot_width.png")
+else:
+    plt.show()

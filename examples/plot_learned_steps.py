@@ -68,4 +68,7 @@ ax2.set_xlabel(f"Lloyd after {n_steps} steps / best")
 ax2.set_ylabel(f"learned after {n_steps} steps / best")
 ax2.set_title("one point per task (below the line: learned better)")
 fig.tight_layout()
-plt.show()
+if plt.get_backend().lower() == "agg":  # no display: save the figure instead
+    fig.savefig("plot_learned_steps.png")
+else:
+    plt.show()

@@ -53,4 +53,7 @@ ax.set_xlabel("n_clusters")
 ax.set_ylabel("silhouette (3-fold CV)")
 ax.set_title("GridSearchCV over TransformerKMeans(n_clusters)")
 plt.tight_layout()
-plt.show()
+if plt.get_backend().lower() == "agg":  # no display: save the figure instead
+    fig.savefig("plot_pipeline_grid_search.png")
+else:
+    plt.show()

@@ -166,4 +166,7 @@ for ax, (title, labels) in zip(axes, panels, strict=True):
     ax.set_yticks(range(counts.shape[0]))
 axes[0].set_ylabel("topic")
 fig.colorbar(image, ax=axes, label="documents", shrink=0.8)
-plt.show()
+if plt.get_backend().lower() == "agg":  # no display: save the figure instead
+    fig.savefig("plot_text_clustering.png")
+else:
+    plt.show()

@@ -123,7 +123,7 @@ class TransformerKMeans(BaseTransformerKMeans):
     stream), then exact Lloyd steps, each one forward pass of the hard-attention
     transformer of :class:`ExactLloydTransformer`, to the same fixed point.
 
-    With ``learned_starts >= 1`` (the slower, better mode) every initialisation also
+    With ``learned_starts >= 1`` (the slower, learned mode) every initialisation also
     gets a *learned run*. Each learned step is one forward pass of a pretrained
     one-layer transformer with soft distance attention (paper eq. 4): point tokens
     ``[x_i ; 0]`` and centre tokens ``[c_j ; code(j)]`` go in, better centres come out.
@@ -172,13 +172,14 @@ class TransformerKMeans(BaseTransformerKMeans):
     learned_starts : int, default=0
         Learned runs per initialisation. 0 (the default, the fast mode) runs the Lloyd
         run only: the fit is KMeans', by the exact transformer, at the speed of
-        :class:`ExactLloydTransformer`. 1 (the slower, better mode) adds the learned run
+        :class:`ExactLloydTransformer`. 1 (the slower, learned mode) adds the learned run
         from the same initial centres; the better of the two is kept, so the inertia is
         never above KMeans' and is lower wherever the learned steps find a better
         clustering (on generated data with 10 clusters, the mean inertia per data set
         up to 3 % lower on blobs and 7 % on the paper's mixture tasks, at 2 to 10 times
-        KMeans' time: :doc:`/benchmarks`). Each further one
-        adds a learned run from further k-means++ centres drawn on the context.
+        KMeans' time: :doc:`/benchmarks`; it is not a faster way to a better optimum
+        than more KMeans restarts, ``n_init``). Each further one adds a learned run from
+        further k-means++ centres drawn on the context.
     finish : {"lloyd", "none"}, default="lloyd"
         ``"lloyd"``: after the learned steps, exact Lloyd steps run to a fixed point,
         and the plain Lloyd run from the same start competes. ``"none"``: the centres
