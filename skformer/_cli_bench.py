@@ -40,6 +40,11 @@ _BENCHMARKS = {
         "benchmarks.cost",
         "learned model cost, one-hot against binary embedding (paper Table 1, Figure 1)",
     ),
+    "batch": (
+        "benchmarks.batch",
+        "batch_k_means against a loop of KMeans, joblib and the batched peers on many "
+        "small problems (time, inertia, memory)",
+    ),
     "kmeans": (
         "benchmarks.versus_kmeans",
         "TransformerKMeans against KMeans: inertia ratio, ARI/NMI, fit time on bundled and "
