@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import copy
 import logging
-from functools import lru_cache
 from numbers import Integral
 
 import torch
@@ -12,107 +10,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseTransformerKMeans
 from ._fit import FitResult, LearnedSetup
-from .nn.learned import LearnedKMeansModel
-from .store import (
-    ModelStoreError,
-    find_model,
-    kept_model,
-    load_model,
-    locations,
-    on_demand_feasible,
-    read_model,
-)
+from .store.selection import choose_model
 
 __all__ = ["TransformerKMeans"]
 
 logger = logging.getLogger("skformer")
-
-# The learned run is made when the model's expected cost after its steps, relative to
-# Lloyd's algorithm from the same kind of start, is below this (a 0.5 % gain): measured
-# on held-out tasks for shipped models (``index.json``), on the training's validation
-# tasks otherwise. Models trained for one step carry no such figure and always run.
-_HELPS_BELOW = 0.995
-
-
-@lru_cache(maxsize=32)
-def _stored_model(path: str, stamp: int) -> tuple[LearnedKMeansModel, dict]:
-    """A stored model and its metadata, read once per process (``stamp``: the file's
-    modification time, so a re-trained file is read again). Fits only read it."""
-    stored = read_model(path)
-    return stored.model, stored.metadata
-
-
-def _select_model(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
-                  progress: bool) -> tuple[LearnedKMeansModel, int, dict, dict | None] | None:
-    """The learned model for (d, k), how many zero features the data need, its metadata
-    and its entry in the shipped index (None for a cached or kept model).
-
-    A model kept in memory (pretrained on demand earlier in this process, where the
-    cache could not be written) comes first, then one stored for exactly (d, k)
-    (shipped or cached). Otherwise the narrowest *shipped* model with the same k and
-    more features is used, the data padded with zero features (which change no
-    distance). Otherwise one is pretrained on demand (``pretrain=True``; saved to the
-    cache, or kept in memory where it cannot be written) or :class:`LookupError` is
-    raised; None where the shape is too large to pretrain within the on-demand budget
-    (:func:`~skformer.store.on_demand_feasible`: wide data, many clusters).
-    """
-    kept = kept_model(d, k, embedding, loss)
-    if kept is not None:  # pretrained earlier in this process, the cache not writable
-        return kept[0], 0, kept[1], None
-    width, path = d, find_model(d, k, embedding=embedding, loss=loss)
-    if path is None:
-        wider = sorted(
-            e["n_features"]
-            for e in locations.shipped_index()
-            if e.get("n_clusters") == k and e.get("embedding") == embedding
-            and e.get("loss") == loss and e.get("n_features", 0) > d
-        )
-        if wider:
-            width = wider[0]
-            path = find_model(width, k, embedding=embedding, loss=loss)
-            logger.info("No model for d=%d, k=%d: using the shipped d=%d model with %d "
-                        "zero features.", d, k, width, width - d)
-        elif pretrain and not on_demand_feasible(d, k):
-            return None
-        else:  # pretrain on demand (or raise LookupError); saved to the cache, or kept
-            return _pretrained(d, k, embedding, loss, pretrain=pretrain, progress=progress)
-    try:
-        model, metadata = _stored_model(str(path), path.stat().st_mtime_ns)
-    except ModelStoreError:
-        if not pretrain or path.parent == locations.shipped_dir():
-            raise
-        # A broken cache file: load_model warns, pretrains it again and saves it.
-        return _pretrained(d, k, embedding, loss, pretrain=True, progress=progress)
-    entry = next((e for e in locations.shipped_index() if e.get("file") == path.name
-                  and path.parent == locations.shipped_dir()), None)
-    return model, width - d, metadata, entry
-
-
-def _pretrained(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
-                progress: bool) -> tuple[LearnedKMeansModel, int, dict, None]:
-    """:func:`_select_model`'s answer for a model pretrained on demand: read back from
-    the cache, or kept in memory for the process where the cache cannot be written."""
-    load_model(d, k, embedding=embedding, loss=loss, pretrain=pretrain, progress=progress)
-    kept = kept_model(d, k, embedding, loss)
-    if kept is not None:
-        return kept[0], 0, kept[1], None
-    path = find_model(d, k, embedding=embedding, loss=loss)
-    model, metadata = _stored_model(str(path), path.stat().st_mtime_ns)
-    return model, 0, metadata, None
-
-
-def _expected_ratio(metadata: dict, entry: dict | None, init) -> float | None:
-    """The model's expected cost after its steps over Lloyd's from the fit's kind of start:
-    the held-out figures of the shipped index (mean over the task families) if any, else
-    the training's multi-step validation figure; None for a model trained for one step."""
-    heldout = (entry or {}).get("heldout") or {}
-    start = "random" if isinstance(init, str) and init == "random" else "k-means++"
-    ratios = [v["ratio20"] for key, v in heldout.items()
-              if key.endswith("/" + start) and isinstance(v, dict)]
-    if ratios:
-        return sum(ratios) / len(ratios)
-    value = (metadata.get("training") or {}).get("val_multistep")
-    return None if value is None else float(value)
 
 
 class TransformerKMeans(BaseTransformerKMeans):
@@ -345,29 +247,13 @@ class TransformerKMeans(BaseTransformerKMeans):
             raise ValueError(
                 f"max_context={self.max_context} should be >= n_clusters={self.n_clusters}: "
                 "the learned steps run on a sample of max_context points.")
-        if self.n_clusters == 1:
-            return self._skip("n_clusters=1: the mean is the optimum")
-        selected = _select_model(
-            n_features, self.n_clusters, self.embedding, self.loss,
-            pretrain=self.pretrain, progress=bool(self.verbose),
-        )
-        if selected is None:
-            return self._skip(
-                f"no model is stored for n_features={n_features}, "
-                f"n_clusters={self.n_clusters}, and pretraining one on demand would take "
-                "over 90 s (see skformer.store.on_demand_feasible)")
-        model, padding, metadata, entry = selected
-        ratio = _expected_ratio(metadata, entry, self.init)
-        if self.finish == "lloyd" and ratio is not None and ratio >= _HELPS_BELOW:
-            return self._skip(
-                f"the model for d={n_features + padding}, k={self.n_clusters} is not "
-                f"expected to beat Lloyd's algorithm (cost ratio {ratio:.4f} on held-out "
-                "tasks)")
-        weight = next(model.parameters())
-        if weight.device != device or weight.dtype != torch.float32:
-            # The stored model is shared by every fit of the process (``_stored_model``):
-            # move a copy, never the shared one.
-            model = copy.deepcopy(model).to(device=device, dtype=torch.float32)
+        choice = choose_model(n_features, self.n_clusters, embedding=self.embedding,
+                              loss=self.loss, pretrain=self.pretrain,
+                              progress=bool(self.verbose), init=self.init,
+                              judge=self.finish == "lloyd", device=device)
+        if choice.model is None:
+            return self._skip(choice.skipped)
+        model, padding = choice.model, choice.padding
         return LearnedSetup(model, padding, self.max_context)
 
     def _skip(self, reason: str) -> None:

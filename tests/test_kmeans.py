@@ -116,7 +116,7 @@ def test_more_learned_starts_never_end_higher(global_random_seed):
 
 
 def test_expected_ratio_reads_the_index_then_the_metadata():
-    from skformer.kmeans import _expected_ratio
+    from skformer.store.selection import expected_ratio as _expected_ratio
 
     entry = {"heldout": {"normal/random": {"ratio20": 0.8}, "laplace/random": {"ratio20": 0.9},
                          "normal/k-means++": {"ratio20": 0.99},
@@ -131,9 +131,9 @@ def test_expected_ratio_reads_the_index_then_the_metadata():
 
 def test_model_without_gain_is_not_run(monkeypatch):
     """A model whose validation does not beat Lloyd's algorithm is skipped: KMeans' fit."""
-    import skformer.kmeans as kmeans
+    from skformer.store import selection
 
-    monkeypatch.setattr(kmeans, "_expected_ratio", lambda metadata, entry, init: 1.0)
+    monkeypatch.setattr(selection, "expected_ratio", lambda metadata, entry, init: 1.0)
     X, _ = blobs(0, n=300, d=4, k=3)
     fit = est(n_clusters=3, random_state=0).fit(X)
     assert not fit.learned_used_ and fit.n_learned_steps_ == 0
@@ -343,9 +343,9 @@ def test_learned_fits_leave_the_global_torch_generator_alone():
     # may be drawn from the global generator, then or in any later fit.
     import torch
 
-    from skformer import kmeans
+    from skformer.store import selection
 
-    kmeans._stored_model.cache_clear()
+    selection.stored_model.cache_clear()
     X, _ = make_blobs(120, n_features=3, centers=4, random_state=0)
     for _ in range(2):
         before = torch.get_rng_state()

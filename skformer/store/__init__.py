@@ -18,7 +18,9 @@ The store has three parts:
 - :mod:`skformer.store.locations`: file names, the cache and shipped folders, the shipped
   index, :func:`find_model`;
 - :mod:`skformer.store.pretraining`: :func:`pretrain` and :func:`load_model`, with the
-  inter-process lock of on-demand pretraining.
+  inter-process lock of on-demand pretraining;
+- :mod:`skformer.store.selection`: :func:`choose_model`, the learned model a fit runs
+  (or why none), for every driver of the learned steps.
 """
 
 from .format import FORMAT, FORMAT_VERSION, ModelStoreError, StoredModel, read_model, save_model
@@ -39,13 +41,17 @@ from .pretraining import (
     on_demand_steps,
     pretrain,
 )
+from .selection import Choice, choose_model, expected_ratio
 
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "Choice",
     "ModelStoreError",
     "StoredModel",
     "cache_dir",
+    "choose_model",
+    "expected_ratio",
     "find_model",
     "index_entry",
     "kept_model",
