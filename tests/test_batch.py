@@ -128,6 +128,42 @@ def test_empty_clusters_keep_their_centre():
         assert inertia == pytest.approx(ref.inertia_, rel=1e-12) and n_iter == ref.n_iter_
 
 
+@pytest.mark.parametrize("ragged", [False, True])
+def test_learned_runs_equal_transformer_kmeans_per_problem(global_random_seed, ragged):
+    """learned_starts=1: per problem, TransformerKMeans' learned mode from the same
+    centres (the learned steps run on the batch, padded rows masked out)."""
+    from skformer import TransformerKMeans
+
+    rng = np.random.default_rng(global_random_seed)
+    X = [blobs(rng, int(m), 8, 10, spread=2.0)
+         for m in (rng.integers(150, 300, size=5) if ragged else [250] * 5)]
+    starts = [kmeans_plusplus(x, 10, random_state=i)[0] for i, x in enumerate(X)]
+    result = batch_k_means(X if ragged else np.stack(X), 10, init=starts if ragged
+                           else np.stack(starts), learned_starts=1)
+    lloyd = batch_k_means(X if ragged else np.stack(X), 10, init=starts if ragged
+                          else np.stack(starts))
+    kept = 0
+    for i, x in enumerate(X):
+        est = TransformerKMeans(10, init=starts[i], n_init=1, learned_starts=1,
+                                device="cpu").fit(x)
+        c, lab, inertia, n_iter = problem(result, i)
+        np.testing.assert_array_equal(lab, est.labels_)
+        np.testing.assert_allclose(c, est.cluster_centers_, rtol=1e-6, atol=1e-9)
+        assert inertia == pytest.approx(est.inertia_, rel=1e-9) and n_iter == est.n_iter_
+        assert inertia <= lloyd.inertia[i] * (1 + 1e-12)
+        kept += est.selected_run_ == "learned"
+    assert kept >= 1  # the learned run was better somewhere
+
+
+def test_learned_runs_need_one_k_and_a_model():
+    X = np.random.default_rng(0).normal(size=(3, 40, 2))
+    with pytest.raises(ValueError, match="needs one n_clusters for every problem"):
+        batch_k_means(X, [2, 3, 3], learned_starts=1)
+    with pytest.warns(UserWarning, match="learned steps skipped, n_clusters=1"):
+        result = batch_k_means(X, 1, learned_starts=1)
+    np.testing.assert_allclose(result.cluster_centers[:, 0], X.mean(1))
+
+
 # ---------------------------------------------------------------------- properties
 
 
@@ -246,6 +282,7 @@ ERRORS = [
     (dict(X=X3, n_clusters=2, init=np.zeros((3, 3, 2))), r"initial centers \(3, 3, 2\)"),
     (dict(X=X3, n_clusters=2, init=[np.zeros((2, 2))] * 2), "init has 2 arrays for 3"),
     (dict(X=X3, n_clusters=2, n_init=0), "n_init must be an int >= 1"),
+    (dict(X=X3, n_clusters=2, learned_starts=-1), "learned_starts must be an int >= 0"),
     (dict(X=X3, n_clusters=2, tol=-1.0), "tol must be a float >= 0"),
     (dict(X=X3, n_clusters=2, sample_weight=-np.ones((3, 10))),
      r"Negative values in data passed to `sample_weight` \(problem 0\)"),

@@ -15,6 +15,7 @@ problems of the batch.
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -22,8 +23,10 @@ import numpy as np
 import torch
 
 from ..seeding import ProblemStreams, kmeans_plusplus, kmeans_plusplus_draws, random_rows
+from ..store.selection import choose_model
 from ._inputs import Block, Problems, as_problems, warn_explicit_init
-from ._lloyd import RunState, best_runs, final_assignment, run_lloyd
+from ._learned import LearnedModel, context_of, learned_steps
+from ._lloyd import RunState, final_assignment, pick_best, run_lloyd, split_runs
 
 __all__ = ["BatchKMeansResult", "batch_k_means"]
 
@@ -51,14 +54,19 @@ class BatchKMeansResult(NamedTuple):
     """Shape (b,), int64: iterations of each problem's best run."""
 
 
-def _check_params(init, n_init, max_iter, tol) -> None:
+# The learned steps' context: a problem's points, or a seeded sample of this many.
+MAX_CONTEXT = 2048
+
+
+def _check_params(init, n_init, max_iter, tol, learned_starts) -> None:
     if isinstance(init, str) and init not in ("k-means++", "random"):
         raise ValueError(f"init must be 'k-means++', 'random', an array of shape "
                          f"(n_problems, n_clusters, n_features) or a list of arrays; got "
                          f"{init!r}.")
-    for name, value in (("n_init", n_init), ("max_iter", max_iter)):
-        if not isinstance(value, Integral) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}.")
+    for name, value, low in (("n_init", n_init, 1), ("max_iter", max_iter, 1),
+                             ("learned_starts", learned_starts, 0)):
+        if not isinstance(value, Integral) or isinstance(value, bool) or value < low:
+            raise ValueError(f"{name} must be an int >= {low}, got {value!r}.")
     if not isinstance(tol, Real) or isinstance(tol, bool) or not tol >= 0:
         raise ValueError(f"tol must be a float >= 0, got {tol!r}.")
 
@@ -121,6 +129,56 @@ def _seed(block: Block, init, streams: ProblemStreams) -> torch.Tensor:
     return out
 
 
+def _learned_model(problems: Problems, learned_starts: int, init) -> LearnedModel | None:
+    """The learned model of the call, or None (with a warning saying why)."""
+    ks = np.unique(problems.ks)
+    if len(ks) > 1:
+        raise ValueError(f"learned_starts={learned_starts} needs one n_clusters for every "
+                         f"problem (a learned model is tied to its k); got {len(ks)} "
+                         "different values.")
+    choice = choose_model(problems.n_features, int(ks[0]), init=init, device=problems.device)
+    if choice.model is None:
+        warnings.warn(f"learned_starts={learned_starts}: learned steps skipped, "
+                      f"{choice.skipped}; the result is Lloyd's algorithm's.", UserWarning,
+                      stacklevel=3)
+        return None
+    return LearnedModel(choice.model, choice.padding, MAX_CONTEXT)
+
+
+def _lloyd_runs(block: Block, problem: torch.Tensor, starts: torch.Tensor,
+                max_iter: int) -> RunState:
+    """Lloyd runs of ``problem`` (rows of the block) from ``starts``, to the end."""
+    state = RunState(problem, starts.clone(), torch.zeros(problem.numel(), dtype=torch.int64,
+                                                          device=starts.device))
+    return final_assignment(block, run_lloyd(block, state, max_iter))
+
+
+def _with_learned_runs(block: Block, state: RunState, starts: torch.Tensor,
+                       setup: LearnedModel, streams: ProblemStreams, *, n_init: int,
+                       learned_starts: int, max_iter: int, tol: float) -> RunState:
+    """Each run of ``state`` (from ``starts``) against its learned runs: the first from
+    the same start, the others from further k-means++ centres; per run, the best
+    (KMeans' rule)."""
+    p, n = block.x.shape[:2]
+    sample = None
+    if setup.max_context is not None and n > setup.max_context:
+        sample = torch.from_numpy(streams.child(-1).subset(block.index).uniform(n))
+    context = context_of(block, setup, sample)
+    candidates = [state]
+    for j in range(learned_starts):
+        if j:  # further k-means++ centres, a stream of their own per (run, start)
+            starts = torch.cat([_seed(block, "k-means++",
+                                      streams.child(n_init + r * learned_starts + j))
+                                for r in range(n_init)])
+        centres, n_learned = learned_steps(setup, context, starts, state.problem,
+                                           max_iter=max_iter, tol=block.tol[state.problem],
+                                           rel_tol=tol)
+        run = _lloyd_runs(block, state.problem, centres, max_iter)
+        run.n_iter += n_learned
+        candidates.append(run)
+    return pick_best(candidates)
+
+
 def batch_k_means(
     X,
     n_clusters,
@@ -131,6 +189,7 @@ def batch_k_means(
     n_init=1,
     max_iter=300,
     tol=1e-4,
+    learned_starts=0,
     random_state=None,
     device="auto",
 ) -> BatchKMeansResult:
@@ -172,6 +231,16 @@ def batch_k_means(
         Relative tolerance: a run stops when its squared centre shift is within ``tol``
         times the mean variance of its problem's features (or its labels did not
         change).
+    learned_starts : int, default=0
+        Learned runs per start, as in :class:`~skformer.TransformerKMeans`: 0 runs
+        Lloyd's algorithm only; 1 adds, from the same initial centres, a run of the
+        learned model's steps (the pretrained soft-attention transformer for the shape
+        ``(d, k)``, on each problem's points or a seeded sample of 2048 of them) then
+        Lloyd steps, and each problem keeps the better run; each further one adds a
+        learned run from further k-means++ centres. Needs one ``n_clusters`` for every
+        problem. Where no model can run (``n_clusters=1``, no model and none can be
+        pretrained within 90 s, or a model not expected to beat Lloyd's algorithm), a
+        ``UserWarning`` says why and the result is Lloyd's.
     random_state : None, int, numpy RandomState or Generator, or array of b ints, \
             default=None
         Seeds the initialisation. Every problem draws from its own stream, a function
@@ -220,9 +289,10 @@ def batch_k_means(
     >>> [c.shape for c in result.cluster_centers], [len(lab) for lab in result.labels]
     ([(2, 3), (3, 3), (4, 3)], [30, 50, 40])
     """
-    _check_params(init, n_init, max_iter, tol)
+    _check_params(init, n_init, max_iter, tol, learned_starts)
     problems = as_problems(X, n_clusters, lengths=lengths, sample_weight=sample_weight,
                            device=device)
+    setup = _learned_model(problems, learned_starts, init) if learned_starts else None
     explicit = None if isinstance(init, str) else _explicit_init(init, problems)
     if explicit is not None:
         n_init = warn_explicit_init(n_init)
@@ -241,16 +311,18 @@ def batch_k_means(
             starts = block.to_working(explicit[torch.as_tensor(index, device=dev)])
         else:
             starts = torch.cat([_seed(block, init, streams.child(r)) for r in range(n_init)])
-        state = RunState(torch.arange(p, device=dev).repeat(n_init), starts,
-                         torch.zeros(p * n_init, dtype=torch.int64, device=dev))
-        run_lloyd(block, state, int(max_iter))
-        final_assignment(block, state)
-        best = best_runs(state, p, n_init)
+        problem = torch.arange(p, device=dev).repeat(n_init)
+        state = _lloyd_runs(block, problem, starts, int(max_iter))
+        if setup is not None:
+            state = _with_learned_runs(block, state, starts, setup, streams, n_init=n_init,
+                                       learned_starts=learned_starts, max_iter=int(max_iter),
+                                       tol=float(tol))
+        best = pick_best(split_runs(state, p))
         where = torch.as_tensor(index, device=dev)
-        centres[where] = block.to_user(state.centres[best])
-        labels[where, : block.x.shape[1]] = state.labels[best]
-        inertia[where] = block.squared_to_user(state.inertia[best])
-        n_iter[where] = state.n_iter[best]
+        centres[where] = block.to_user(best.centres)
+        labels[where, : block.x.shape[1]] = best.labels
+        inertia[where] = block.squared_to_user(best.inertia)
+        n_iter[where] = best.n_iter
     centre_rows = torch.arange(k_max, device=dev) < torch.as_tensor(problems.ks, device=dev
                                                                    ).unsqueeze(-1)
     centres = centres.masked_fill(~centre_rows.unsqueeze(-1), float("nan"))

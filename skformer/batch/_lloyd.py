@@ -22,7 +22,7 @@ import torch
 from ..nn.kernel import exact_step
 from ._inputs import Block
 
-__all__ = ["RunState", "best_runs", "final_assignment", "run_lloyd"]
+__all__ = ["RunState", "final_assignment", "pick_best", "run_lloyd", "split_runs"]
 
 # Largest (runs, rows, k) block of distances of one kernel call.
 _BUDGET = 2**20
@@ -144,18 +144,31 @@ def _same_partition(a: torch.Tensor, b: torch.Tensor, k: int) -> torch.Tensor:
     return (pairs == table.any(2).sum(1)) & (pairs == table.any(1).sum(1))
 
 
-def best_runs(state: RunState, n_problems: int, n_init: int) -> torch.Tensor:
-    """Index (into the runs) of each problem's best run, shape (p,): KMeans' rule, the
-    first run, replaced by a later one of lower inertia that is not the same partition
-    renamed. Runs are ordered run-major: run ``r`` of problem ``i`` is entry
-    ``r * n_problems + i``."""
-    dev = state.inertia.device
-    best = torch.arange(n_problems, device=dev)
-    k = state.centres.shape[1]
-    for r in range(1, n_init):
-        candidate = r * n_problems + torch.arange(n_problems, device=dev)
-        lower = state.inertia[candidate] < state.inertia[best]
-        if bool(lower.any()):
-            renamed = _same_partition(state.labels[candidate], state.labels[best], k)
-            best = torch.where(lower & ~renamed, candidate, best)
+def pick_best(states: list[RunState]) -> RunState:
+    """Per entry, the best of the runs ``states`` (the same entries, in order): KMeans'
+    rule, the first, replaced by a later one of lower inertia that is not the same
+    partition renamed."""
+    best = states[0]
+    k = best.centres.shape[1]
+    for other in states[1:]:
+        lower = other.inertia < best.inertia
+        if not bool(lower.any()):
+            continue
+        take = lower & ~_same_partition(other.labels, best.labels, k)
+        best = RunState(best.problem, *(_where(take, a, b) for a, b in (
+            (other.centres, best.centres), (other.n_iter, best.n_iter),
+            (other.labels, best.labels), (other.inertia, best.inertia))))
     return best
+
+
+def _where(take: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a`` where ``take`` (e,), else ``b``, entry by entry."""
+    return torch.where(take.view(-1, *([1] * (a.ndim - 1))), a, b)
+
+
+def split_runs(state: RunState, n_problems: int) -> list[RunState]:
+    """The runs of ``state`` ordered run-major (run ``r`` of problem ``i`` is entry
+    ``r * n_problems + i``), as one state per run."""
+    return [RunState(*(None if v is None else v[s : s + n_problems] for v in (
+        state.problem, state.centres, state.n_iter, state.labels, state.inertia)))
+        for s in range(0, state.problem.numel(), n_problems)]

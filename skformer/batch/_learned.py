@@ -1,0 +1,165 @@
+"""Learned runs of many problems at once: the learned model's steps on the same batch.
+
+Dimension legend: ``e`` runs, ``p`` problems of a block, ``n`` rows, ``r`` context rows,
+``k`` clusters, ``d`` features, ``w`` the model's width (``d`` plus zero padding).
+
+What :class:`~skformer.TransformerKMeans` does for one problem with
+``learned_starts >= 1``, for a block of problems: each run's learned steps (the
+pretrained soft-attention model, re-embedded at every step, its temperature schedule,
+the best centres by objective kept) on the problem's *context* - its points, or a
+seeded sample of ``max_context`` of them - in the model's frame (each problem mapped
+into ``[0, 1]^d`` by its per-feature minimum and one global scale), then exact Lloyd
+steps on all the problem's points. Padded rows are keys of weight 0 in every attention
+and padded features are zeros, so padding changes a problem's numbers only by the
+rounding of sums over its padded length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..nn.kernel import exact_step
+from ..nn.learned import LearnedKMeansModel
+from ..nn.streaming import prepare_points, streamed_step
+from ._inputs import Block
+
+__all__ = ["Context", "LearnedModel", "context_of", "learned_steps"]
+
+# After the schedule, a run whose objective has not improved by a relative ``tol`` for
+# this many learned steps in a row stops (as in TransformerKMeans).
+_PATIENCE = 3
+# Runs per call of the model: a (runs, rows, width) block of tokens stays about this big.
+_TOKENS = 2**22
+
+
+@dataclass
+class LearnedModel:
+    """The model of a shape and how the data meet it."""
+
+    model: LearnedKMeansModel
+    padding: int = 0
+    """Zero features appended to reach the model's width."""
+    max_context: int | None = 2048
+
+
+@dataclass
+class Context:
+    """Each problem's context rows in the model's frame."""
+
+    z: torch.Tensor
+    """Rows, shape (p, r, w), float32 (padded rows and features are zeros)."""
+    weight: torch.Tensor
+    """Their weights, shape (p, r), float32: 0 on padded rows."""
+    lo: torch.Tensor
+    """Per-feature minimum of each problem's rows, working frame, shape (p, d), float64."""
+    scale: torch.Tensor
+    """Each problem's largest per-feature range, shape (p,), float64 (1 if 0)."""
+
+    def to_model(self, c: torch.Tensor, problem: torch.Tensor, width: int) -> torch.Tensor:
+        """Working-frame centres (e, k, d) of runs on ``problem`` in the model frame."""
+        z = (c.double() - self.lo[problem].unsqueeze(1)) / self.scale[problem].view(-1, 1, 1)
+        return torch.nn.functional.pad(z.float(), (0, width - c.shape[-1]))
+
+    def to_working(self, z: torch.Tensor, problem: torch.Tensor, d: int,
+                   dtype: torch.dtype) -> torch.Tensor:
+        out = z[..., :d].double() * self.scale[problem].view(-1, 1, 1)
+        return (out + self.lo[problem].unsqueeze(1)).to(dtype)
+
+
+def context_of(block: Block, setup: LearnedModel, uniforms: torch.Tensor | None) -> Context:
+    """The block's context rows (all rows, or ``max_context`` of them drawn per problem
+    with ``uniforms`` (p, n), one per row) in the model's frame."""
+    x, mask = block.x, block.mask
+    p, n, d = x.shape
+    weight = torch.ones((p, n), dtype=torch.float64, device=x.device) if block.weight is None \
+        else block.weight.clone()
+    if mask is not None:
+        weight = weight * mask
+    valid = weight > 0 if mask is None else mask
+    if setup.max_context is not None and n > setup.max_context:
+        keys = uniforms.to(x.device).masked_fill(~valid, -1.0)
+        rows = keys.topk(setup.max_context, dim=1).indices.sort(dim=1).values
+        x = x.gather(1, rows.unsqueeze(-1).expand(-1, -1, d))
+        weight, valid = weight.gather(1, rows), valid.gather(1, rows)
+    big = torch.finfo(x.dtype).max
+    lo = x.masked_fill(~valid.unsqueeze(-1), big).amin(1).double()
+    hi = x.masked_fill(~valid.unsqueeze(-1), -big).amax(1).double()
+    scale = (hi - lo).amax(-1)
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    z = ((x.double() - lo.unsqueeze(1)) / scale.view(-1, 1, 1)).float()
+    z = z.masked_fill(~valid.unsqueeze(-1), 0.0)
+    z = torch.nn.functional.pad(z, (0, setup.padding))
+    return Context(z, weight.float(), lo, scale)
+
+
+def _objective(z: torch.Tensor, c: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """k-means objective (e,) of model-frame centres ``c`` (e, k, w) on rows ``z``."""
+    return exact_step(z, c, weight=weight, update=False, inertia=True).inertia
+
+
+@torch.no_grad()
+def learned_steps(setup: LearnedModel, context: Context, c: torch.Tensor,
+                  problem: torch.Tensor, *, max_iter: int, tol: torch.Tensor,
+                  rel_tol: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Learned steps of every run from working-frame centres ``c`` (e, k, d).
+
+    Every step of the model's schedule runs; after it, a run stops when its squared
+    centre shift is within its ``tol`` (e,) (working frame), when its objective has not
+    improved by a relative ``rel_tol`` for three steps, or after ``max_iter`` steps.
+
+    Returns
+    -------
+    centres : Tensor of shape (e, k, d)
+        Each run's centres of least objective among its start and its steps (working
+        frame, ``c``'s dtype).
+    n_steps : LongTensor of shape (e,)
+    """
+    model = setup.model
+    e, k, d = c.shape
+    width = context.z.shape[-1]
+    per = max(1, _TOKENS // max(1, context.z.shape[1] * 4 * width))
+    best = torch.empty_like(c)
+    n_steps = torch.zeros(e, dtype=torch.long, device=c.device)
+    for s in range(0, e, per):
+        runs = slice(s, s + per)
+        best[runs], n_steps[runs] = _steps(model, context, c[runs], problem[runs],
+                                           max_iter, tol[runs], rel_tol)
+    return best, n_steps
+
+
+def _steps(model, context: Context, c, problem, max_iter, tol, rel_tol):
+    d, width = c.shape[-1], context.z.shape[-1]
+    z_rows, weight = context.z[problem], context.weight[problem]
+    prepared = prepare_points(model, z_rows, None, weight, keep_tokens=False)
+    z = context.to_model(c, problem, width)
+    best_z, best = z.clone(), _objective(z_rows, z, weight)
+    reference, stalled = best.clone(), torch.zeros_like(best, dtype=torch.long)
+    n_steps = torch.zeros(c.shape[0], dtype=torch.long, device=c.device)
+    tol_model = tol / context.scale[problem].square()
+    active = torch.arange(c.shape[0], device=c.device)
+    for i in range(max_iter):
+        if active.numel() == 0:
+            break
+        part = prepared if active.numel() == c.shape[0] else prepared._replace(**{
+            f: None if v is None else v[active] for f, v in prepared._asdict().items()})
+        new = streamed_step(model, part, z[active], weight[active], step=i)
+        finite = torch.isfinite(new).all(-1).all(-1)
+        shift = (new - z[active])[..., :d].double().square().sum((-1, -2))
+        z[active] = torch.where(finite.view(-1, 1, 1), new, z[active])
+        n_steps[active] += finite.long()
+        objective = _objective(z_rows[active], z[active], weight[active])
+        better = finite & (objective < best[active])
+        best_z[active[better]] = z[active[better]]
+        best[active[better]] = objective[better]
+        if i + 1 < model.schedule:  # the schedule runs to its end
+            reference[active] = best[active]
+            stop = ~finite
+        else:
+            improved = objective < reference[active] * (1.0 - rel_tol)
+            reference[active] = torch.where(improved, objective, reference[active])
+            stalled[active] = torch.where(improved, 0, stalled[active] + 1)
+            stop = ~finite | (shift <= tol_model[active]) | (stalled[active] >= _PATIENCE)
+        active = active[~stop]
+    return context.to_working(best_z, problem, d, c.dtype), n_steps
