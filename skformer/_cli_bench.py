@@ -45,6 +45,11 @@ _BENCHMARKS = {
         "batch_k_means against a loop of KMeans, joblib and the batched peers on many "
         "small problems (time, inertia, memory)",
     ),
+    "device": (
+        "benchmarks.device",
+        "every GPU measurement in one command (CPU/GPU equality, batch, whole fits, cost), "
+        "under 8 minutes; --tiny for a quick check",
+    ),
     "kmeans": (
         "benchmarks.versus_kmeans",
         "TransformerKMeans against KMeans: inertia ratio, ARI/NMI, fit time on bundled and "

@@ -101,11 +101,15 @@ def _batch(batch: Batch, m: int, seed: int, device: str, learned_starts: int = 0
 
 
 def _torch_kmeans(batch: Batch, m: int, seed: int, device: str) -> Run | None:
+    import warnings
+
     import torch
-    from torch_kmeans import KMeans
 
     if batch.lengths is not None:
         return None
+    with warnings.catch_warnings():  # torch_kmeans' import uses torch.jit.script
+        warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", DeprecationWarning)
+        from torch_kmeans import KMeans
     x = torch.from_numpy(batch.X[:m]).to(device)
     model = KMeans(n_clusters=batch.k, init_method="k-means++", num_init=1, max_iter=300,
                    tol=1e-4, verbose=False, seed=seed)
