@@ -116,15 +116,17 @@ def _argmin(dist: torch.Tensor, workspace: Workspace | None) -> torch.Tensor:
 
 def _distances(x: torch.Tensor, c_t: torch.Tensor, c_sq: torch.Tensor,
                workspace: Workspace | None) -> torch.Tensor:
-    """``|c|^2 - 2 x.c`` of rows ``x`` (p, m, d) and centres ``c_t`` (p, d, k), shape
-    (p, m, k). A single row is computed as the first of two: the matrix-vector product
-    that one row would take sums in another order than the matrix product of a block,
-    and a row's distances must not depend on the block it comes in."""
+    """``|c|^2 - 2 x.c`` of rows ``x`` (p, m, d) and centres ``c_t = -2 c`` transposed
+    (p, d, k), shape (p, m, k): one batched product, then the norms added (a product
+    with a broadcast bias, ``baddbmm``, runs several times slower on CPUs). A single row
+    is computed as the first of two: the matrix-vector product that one row would take
+    sums in another order than the matrix product of a block, and a row's distances
+    must not depend on the block it comes in."""
     if x.shape[1] == 1:
         x = torch.cat([x, torch.zeros_like(x)], dim=1)
-        return torch.baddbmm(c_sq.unsqueeze(-2), x, c_t, alpha=-2.0)[:, :1]
+        return torch.bmm(x, c_t)[:, :1].add_(c_sq.unsqueeze(-2))
     dist = _empty(workspace, "distances", (*x.shape[:2], c_t.shape[-1]), x.dtype, x.device)
-    return torch.baddbmm(c_sq.unsqueeze(-2), x, c_t, alpha=-2.0, out=dist)
+    return torch.bmm(x, c_t, out=dist).add_(c_sq.unsqueeze(-2))
 
 
 def ordered_sum(v: torch.Tensor) -> torch.Tensor:
@@ -230,7 +232,7 @@ def exact_step(
     c_sq = c.square().sum(-1)
     if centre_mask is not None:
         c_sq = c_sq.masked_fill(~centre_mask, float("inf"))
-    c_t = c.transpose(-1, -2)
+    c_t = (-2.0 * c).transpose(-1, -2)  # exact: a power of two
     w = None if weight is None else weight.to(sums_dtype)
     if mask is not None:
         w = mask.to(sums_dtype) if w is None else w * mask
