@@ -55,6 +55,11 @@ _BENCHMARKS = {
         "TransformerKMeans against KMeans: inertia ratio, ARI/NMI, fit time on bundled and "
         "generated data",
     ),
+    "equal-time": (
+        "benchmarks.equal_time",
+        "the learned mode at equal time: TransformerKMeans(learned_starts=r) against KMeans' "
+        "inertia-time curve over n_init",
+    ),
 }
 
 _NO_BENCHMARKS = (
