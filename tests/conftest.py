@@ -1,9 +1,74 @@
-"""Shared fixtures: a seed driven by an environment variable, as scikit-learn does."""
+"""Shared fixtures (a seed driven by an environment variable, as scikit-learn does) and
+the run's summary: why cases were deselected, skipped or are expected to fail.
+
+The short test summary lists failures and errors only (``-rfE`` in ``pyproject.toml``);
+the deselected, skipped and expected-to-fail cases are counted by reason at the end of
+the run instead of one line each (``pytest -rxs`` still lists every one).
+"""
 
 import os
+from collections import Counter
 
 import numpy as np
 import pytest
+
+_DESELECTED = pytest.StashKey[Counter]()
+
+
+def pytest_configure(config):
+    config.stash[_DESELECTED] = Counter()
+
+
+def pytest_report_header(config):
+    return ("skformer: scikit-learn's own KMeans tests run against skformer "
+            "(tests/sklearn_suite); deselected, skipped and expected-to-fail cases are "
+            "counted by reason at the end")
+
+
+def pytest_deselected(items):
+    for item in items:
+        reason = dict(item.user_properties).get("deselected", "by -k or -m")
+        item.config.stash[_DESELECTED][reason] += 1
+
+
+def _reason(report) -> str:
+    if hasattr(report, "wasxfail"):
+        return report.wasxfail or "(no reason given)"
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def _lines(counts: Counter, width: int) -> list[str]:
+    """One entry per reason, most frequent first, each on at most two lines."""
+    import textwrap
+
+    lines = []
+    for reason, count in counts.most_common():
+        wrapped = textwrap.wrap(" ".join(str(reason).split()), width - 8, max_lines=2,
+                                placeholder=" ...")
+        lines.append(f"  {count:4d}  {wrapped[0]}")
+        lines.extend(f"        {more}" for more in wrapped[1:])
+    return lines
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    stats = terminalreporter.stats
+    width = max(60, terminalreporter._tw.fullwidth)
+    groups = [
+        ("deselected", config.stash.get(_DESELECTED, Counter())),
+        ("xfailed (strict: deliberate deviations and known limits; each must fail as "
+         "stated)", Counter(_reason(r) for r in stats.get("xfailed", []))),
+        ("skipped", Counter(_reason(r) for r in stats.get("skipped", []))),
+    ]
+    if not any(counts for _, counts in groups):
+        return
+    terminalreporter.section("skformer: cases not run or expected to fail, by reason")
+    for title, counts in groups:
+        if counts:
+            terminalreporter.write_line(f"{sum(counts.values())} {title}:")
+            for line in _lines(counts, width):
+                terminalreporter.write_line(line)
 
 
 def _seeds() -> list[int]:
