@@ -154,6 +154,10 @@ def _read_text(path: Path, delimiter: str, header: bool | None):
 def _read_npy(path: Path):
     import numpy as np
 
+    with open(path, "rb") as handle:
+        if handle.read(6) != b"\x93NUMPY":
+            raise TableError(f"{path} is not a NumPy .npy file (rename a text table to .csv "
+                             "or .txt)")
     try:
         X = np.load(path, allow_pickle=False)
     except ValueError as exc:

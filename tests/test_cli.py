@@ -270,6 +270,14 @@ def test_cluster_whitespace_and_tab_delimiters(tmp_path, capsys):
     assert len(_labels(capsys)) == 2
 
 
+def test_cluster_npy_that_is_not_npy(tmp_path, capsys):
+    path = tmp_path / "x.npy"
+    path.write_text("1,2\n3,4\n")
+    assert main(["cluster", str(path), "-k", "1"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "x.npy is not a NumPy .npy file" in line and "allow_pickle" not in line
+
+
 @pytest.mark.parametrize(
     "array, message",
     [
