@@ -1,0 +1,181 @@
+"""Benchmark: the learned mode at equal time, against KMeans' inertia-time curve.
+
+The command line ``skformer bench equal-time``; see :mod:`benchmarks.equal_time`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+
+import numpy as np
+
+from benchmarks.equal_time.data import DATASETS, DEFAULT, QUICK, datasets
+from benchmarks.equal_time.report import format_curves, format_points, plot_summary, summarise
+from benchmarks.equal_time.runs import FitRecord, limit_threads, load, run_dataset
+from benchmarks.versus_kmeans.cli import _size
+from benchmarks.versus_kmeans.runs import DEVICES, machine_info
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    d, q = DEFAULT, QUICK
+    p = argparse.ArgumentParser(
+        prog="skformer bench equal-time", description=__doc__.splitlines()[0]
+        + " KMeans' median inertia and time over n_init (k-means++), TransformerKMeans' "
+        "points over learned_starts, medians over seeds, all fits alternating in one process.")
+    p.add_argument("--quick", action="store_true",
+                   help=f"a few minutes: {' '.join(q.datasets)}, n={q.ns[0]} only, "
+                        f"{q.seeds} seeds (options given explicitly still apply)")
+    p.add_argument("--datasets", nargs="+", choices=DATASETS, metavar="NAME",
+                   help=f"data sets, of {', '.join(DATASETS)} "
+                        f"(default: {' '.join(d.datasets)})")
+    p.add_argument("--n", type=_size, nargs="+",
+                   help="sizes of the generated data sets (default: 1e4 1e5 1e6)")
+    p.add_argument("--d", type=int, nargs="+",
+                   help="dimensions of the generated data sets (default: 8 32)")
+    p.add_argument("--k", type=int, help=f"clusters of the generated data sets (default: {d.k})")
+    p.add_argument("--cluster-std", type=float, default=None,
+                   help="std of the generated blobs (default: 1.4 * sqrt(d); mixture 0.1)")
+    p.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                   help="dtype of the generated data sets (default: float64)")
+    p.add_argument("--data-seed", type=int, default=0,
+                   help="seed of the generated data sets (default: 0)")
+    p.add_argument("--seeds", type=int,
+                   help=f"random_state 0 .. SEEDS-1 of every estimator (default: {d.seeds})")
+    p.add_argument("--large-seeds", type=int,
+                   help=f"seeds on data sets of n >= LARGE_N rows, at most SEEDS (default: "
+                        f"{d.large_seeds})")
+    p.add_argument("--large-n", type=_size, help=f"see --large-seeds (default: {d.large_n:g})")
+    p.add_argument("--n-init", type=int, nargs="+",
+                   help="KMeans' n_init values, the curve (default: 1 2 4 8 16)")
+    p.add_argument("--learned-starts", type=int, nargs="+",
+                   help="TransformerKMeans' learned_starts values, the points; 0 is the fast "
+                        "mode (default: 0 1 2 3)")
+    p.add_argument("--device", choices=DEVICES, default="cpu",
+                   help="TransformerKMeans' device (default: cpu)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads of both estimators (KMeans' OpenMP and BLAS, torch); "
+                        "1 keeps a shared, loaded machine's timings stable (default: the "
+                        "libraries' own)")
+    p.add_argument("--out", metavar="FILE.json",
+                   help="write records, summaries, machine and load averages as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help="save the figure (needs matplotlib)")
+    return p
+
+
+def _options(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
+    """Parsed options, each left unset taken from the preset (``--quick`` or the default)."""
+    args = parser.parse_args(argv)
+    preset = QUICK if args.quick else DEFAULT
+    for name, value in (("datasets", preset.datasets), ("n", preset.ns), ("d", preset.ds),
+                        ("k", preset.k), ("seeds", preset.seeds),
+                        ("large_seeds", preset.large_seeds), ("large_n", preset.large_n),
+                        ("n_init", preset.n_inits), ("learned_starts", preset.learned_starts)):
+        if getattr(args, name) is None:
+            setattr(args, name, list(value) if isinstance(value, tuple) else value)
+    if args.seeds < 1 or args.large_seeds < 1:
+        parser.error("--seeds and --large-seeds must be >= 1")
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be >= 1")
+    if min(args.n_init) < 1 or min(args.learned_starts) < 0:
+        parser.error("--n-init values must be >= 1 and --learned-starts values >= 0")
+    args.large_seeds = min(args.large_seeds, args.seeds)
+    return args
+
+
+def _write(path: str | None, payload: dict) -> None:
+    if path:
+        with open(path, "w") as f:
+            json.dump(payload, f, indent=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; print tables; write ``--out`` and ``--plot``. Returns 0, or 2
+    when a learned model is missing or the device is not available."""
+    args = _options(_parser(), argv)
+    try:
+        machine = machine_info(args.device)
+    except ValueError as exc:
+        print(f"skformer bench equal-time: error: {exc}", file=sys.stderr)
+        return 2
+    with limit_threads(args.threads):
+        return _run(args, machine)
+
+
+def _run(args: argparse.Namespace, machine: dict) -> int:
+    machine = {**machine, "threads_used": _threads_used()}
+    started = time.perf_counter()
+    payload: dict = {"machine": machine, "options": vars(args), "loadavg_before": load(),
+                     "loadavg_after": None, "wall_seconds": None, "datasets": [],
+                     "records": [], "curves": [], "points": []}
+    print(f"# {machine['device_name']} ({machine['device']}), {machine['cpu_count']} CPUs, "
+          f"torch {machine['torch']}, scikit-learn {machine['sklearn']}, threads "
+          f"{machine['threads_used']}; load {_load_text(payload['loadavg_before'])}", flush=True)
+    records: list[FitRecord] = []
+    try:
+        for ds in datasets(args.datasets, ns=args.n, ds=args.d, k=args.k,
+                           cluster_std=args.cluster_std, seed=args.data_seed,
+                           dtype=np.dtype(args.dtype)):
+            n = ds.X.shape[0]
+            seeds = list(range(args.large_seeds if n >= args.large_n else args.seeds))
+            before, t = load(), time.perf_counter()
+            new = run_dataset(ds, seeds, n_inits=args.n_init,
+                              learned_starts=args.learned_starts, device=machine["device"])
+            records += new
+            entry = {"dataset": ds.name, "n": n, "d": ds.X.shape[1], "k": ds.n_clusters,
+                     "description": ds.description, "seeds": len(seeds),
+                     "seconds": time.perf_counter() - t, "loadavg_before": before,
+                     "loadavg_after": load()}
+            payload["datasets"].append(entry)
+            print(f"\n## {ds.name} n={n:,} d={entry['d']} k={entry['k']}: {len(seeds)} seeds, "
+                  f"{entry['seconds']:.0f} s, load {_load_text(entry['loadavg_after'])}")
+            print(format_points(summarise(new)), flush=True)
+            _record(payload, records)
+            _write(args.out, payload)  # rewritten after every data set
+    except LookupError as exc:
+        print(f"skformer bench equal-time: error: {exc} (pretrain it first with "
+              "`skformer pretrain --d D --k K`)", file=sys.stderr)
+        return 2
+    summary = _record(payload, records)
+    payload["loadavg_after"] = load()
+    payload["wall_seconds"] = time.perf_counter() - started
+    _write(args.out, payload)
+    print("\n# KMeans' curves (medians over seeds)\n" + format_curves(summary))
+    print("\n# TransformerKMeans at equal time (medians over seeds)\n" + format_points(summary))
+    print(f"\n# wall {payload['wall_seconds']:.0f} s; load before "
+          f"{_load_text(payload['loadavg_before'])}, after {_load_text(payload['loadavg_after'])}")
+    if args.plot and records:
+        plot_summary(summary, args.plot, title=(
+            f"TransformerKMeans against KMeans' n_init curve at equal time: medians over seeds, "
+            f"{machine['device_name']}, threads {machine['threads_used']}"))
+    return 0
+
+
+def _record(payload: dict, records: list[FitRecord]):
+    summary = summarise(records)
+    payload["records"] = [asdict(r) for r in records]
+    payload["curves"] = [asdict(c) for c in summary.curves]
+    payload["points"] = [asdict(p) for p in summary.points]
+    return summary
+
+
+def _load_text(avg) -> str:
+    return "/".join(f"{v:.2f}" for v in avg)
+
+
+def _threads_used() -> dict:
+    """The threads each library will use now: torch's, and the largest OpenMP and BLAS pools
+    that threadpoolctl sees (KMeans')."""
+    import torch
+    from threadpoolctl import threadpool_info
+
+    out = {"torch": torch.get_num_threads()}
+    for pool in threadpool_info():
+        api = pool["user_api"]
+        out[api] = max(out.get(api, 0), pool["num_threads"])
+    return out

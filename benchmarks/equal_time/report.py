@@ -1,0 +1,343 @@
+"""Reports of the equal-time benchmark: KMeans' curve, the equal-time judge, tables, figure.
+
+See :mod:`benchmarks.equal_time` for the protocol.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from benchmarks.equal_time.runs import FitRecord
+from benchmarks.versus_kmeans.data import BUNDLED
+from benchmarks.versus_kmeans.report import RATIO_RTOL
+
+__all__ = [
+    "FASTER",
+    "INTERPOLATED",
+    "SLOWER",
+    "CurvePoint",
+    "EqualTime",
+    "Point",
+    "Summary",
+    "format_curves",
+    "format_points",
+    "kmeans_at_time",
+    "label",
+    "needs_n_init",
+    "plot_summary",
+    "summarise",
+]
+
+FASTER = "faster than one KMeans run"
+SLOWER = "slower than the largest n_init"
+INTERPOLATED = "interpolated"
+
+
+class EqualTime(NamedTuple):
+    """KMeans' inertia at a given time, read off its curve (:func:`kmeans_at_time`)."""
+
+    inertia: float
+    status: str
+    """:data:`INTERPOLATED`, :data:`FASTER` (the time is below the smallest ``n_init``'s:
+    that point's inertia) or :data:`SLOWER` (above the largest ``n_init``'s: that point's
+    inertia, flagged because KMeans would have had time for more restarts)."""
+    lower: int | None
+    """``n_init`` of the curve point at or below the time (None when faster)."""
+    upper: int | None
+    """``n_init`` of the curve point at or above the time (None when slower)."""
+
+
+def kmeans_at_time(n_inits: Sequence[int], seconds: Sequence[float],
+                   inertias: Sequence[float], t: float) -> EqualTime:
+    """KMeans' inertia at time ``t``: linear in ``log(time)`` between the bracketing points.
+
+    Parameters
+    ----------
+    n_inits, seconds, inertias : sequences of the same length m
+        KMeans' curve: per ``n_init``, the median fit time and the median inertia.
+    t : float
+        The time to read the curve at (seconds, > 0).
+
+    Returns
+    -------
+    EqualTime
+
+    Notes
+    -----
+    The points are taken in order of ``n_init`` and their times made non-decreasing by a
+    running maximum (a median time below that of fewer restarts is noise: it counts as
+    that time). Between bracketing points ``(t_i, I_i)`` and ``(t_j, I_j)``,
+    ``I = I_i + (I_j - I_i) * log(t / t_i) / log(t_j / t_i)``; where several brackets hold
+    ``t`` (equal times) the one of most restarts is used. The inertias are taken as
+    given, monotone or not. Below the first time the first inertia is returned
+    (:data:`FASTER`), above the last time the last one (:data:`SLOWER`).
+
+    Examples
+    --------
+    >>> kmeans_at_time([1, 2, 4], [1.0, 2.0, 4.0], [10.0, 8.0, 7.0], 2 ** 0.5)
+    EqualTime(inertia=9.0, status='interpolated', lower=1, upper=2)
+    >>> kmeans_at_time([1, 2, 4], [1.0, 2.0, 4.0], [10.0, 8.0, 7.0], 0.5).status
+    'faster than one KMeans run'
+    """
+    if not len(n_inits) == len(seconds) == len(inertias) >= 1:
+        raise ValueError("n_inits, seconds and inertias must have the same length >= 1.")
+    if not t > 0 or min(seconds) <= 0:
+        raise ValueError("times must be positive.")
+    order = sorted(range(len(n_inits)), key=lambda i: n_inits[i])
+    ns = [int(n_inits[i]) for i in order]
+    inertia = [float(inertias[i]) for i in order]
+    ts, top = [], 0.0
+    for i in order:
+        top = max(top, float(seconds[i]))
+        ts.append(top)
+    if t < ts[0]:
+        return EqualTime(inertia[0], FASTER, None, ns[0])
+    if t > ts[-1]:
+        return EqualTime(inertia[-1], SLOWER, ns[-1], None)
+    if len(ns) == 1:
+        return EqualTime(inertia[0], INTERPOLATED, ns[0], ns[0])
+    for i in range(len(ns) - 2, -1, -1):
+        if ts[i] <= t <= ts[i + 1]:
+            if ts[i] == ts[i + 1]:
+                return EqualTime(inertia[i + 1], INTERPOLATED, ns[i], ns[i + 1])
+            w = math.log(t / ts[i]) / math.log(ts[i + 1] / ts[i])
+            return EqualTime(inertia[i] + w * (inertia[i + 1] - inertia[i]), INTERPOLATED,
+                             ns[i], ns[i + 1])
+    raise AssertionError("unreachable: t lies within the curve's times")
+
+
+def needs_n_init(n_inits: Sequence[int], inertias: Sequence[float], target: float,
+                 rtol: float = RATIO_RTOL) -> int | None:
+    """The smallest ``n_init`` whose inertia is ``<= target`` (up to ``rtol``), or None.
+
+    Examples
+    --------
+    >>> needs_n_init([1, 2, 4], [10.0, 8.0, 7.0], 8.0), needs_n_init([1, 2], [3.0, 2.0], 1.0)
+    (2, None)
+    """
+    for n, inertia in sorted(zip(n_inits, inertias, strict=True)):
+        if inertia <= target * (1.0 + rtol):
+            return int(n)
+    return None
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """KMeans with one ``n_init`` on one data set: medians over the seeds."""
+
+    dataset: str
+    n: int
+    d: int
+    k: int
+    n_init: int
+    seeds: int
+    seconds_median: float
+    inertia_median: float
+    n_iter_median: float
+
+
+@dataclass(frozen=True)
+class Point:
+    """TransformerKMeans with one ``learned_starts`` on one data set, judged against
+    KMeans' curve at equal time (medians over the seeds)."""
+
+    dataset: str
+    n: int
+    d: int
+    k: int
+    learned_starts: int
+    seeds: int
+    seconds_median: float
+    inertia_median: float
+    n_iter_median: float
+    n_learned_steps_median: float
+    learned_kept: int
+    """Seeds whose result came from a learned run (``selected_run_ == "learned"``)."""
+    learned_skipped: str | None
+    """Why no learned run was made, if so for every seed (else None)."""
+    time_ratio: float
+    """``seconds_median`` over KMeans(n_init=1)'s median time."""
+    inertia_ratio_n_init_1: float
+    """``inertia_median`` over KMeans(n_init=1)'s median inertia."""
+    kmeans_equal_time_inertia: float
+    equal_time_ratio: float
+    """``inertia_median / kmeans_equal_time_inertia``: below 1, the learned mode wins at
+    equal time."""
+    equal_time_status: str
+    bracket: tuple[int | None, int | None]
+    match_n_init: int | None
+    """The smallest ``n_init`` whose KMeans median inertia is ``<= inertia_median``
+    (None: no ``n_init`` of the curve matches)."""
+    match_time_ratio: float | None
+    """``seconds_median`` over the median time of KMeans with ``match_n_init``."""
+
+
+class Summary(NamedTuple):
+    """:func:`summarise`'s result: KMeans' curves and TransformerKMeans' points."""
+
+    curves: list[CurvePoint]
+    points: list[Point]
+
+
+def _median(values) -> float:
+    return float(statistics.median(values))
+
+
+def summarise(records: Sequence[FitRecord]) -> Summary:
+    """Medians over seeds per data set and method, and each TransformerKMeans point judged
+    against its data set's KMeans curve (:func:`kmeans_at_time`, :func:`needs_n_init`).
+
+    Data sets come in order of first appearance, curve points by ``n_init``, points by
+    ``learned_starts``. A data set without KMeans records gets no points.
+    """
+    groups: dict[tuple, dict[tuple, list[FitRecord]]] = {}
+    for r in records:
+        key = (r.dataset, r.n, r.d, r.k)
+        sub = (r.method, r.n_init if r.method == "kmeans" else r.learned_starts)
+        groups.setdefault(key, {}).setdefault(sub, []).append(r)
+    curves, points = [], []
+    for (name, n, d, k), methods in groups.items():
+        curve = [
+            CurvePoint(name, n, d, k, v, len(rs), _median(r.seconds for r in rs),
+                       _median(r.inertia for r in rs), _median(r.n_iter for r in rs))
+            for (kind, v), rs in sorted(methods.items()) if kind == "kmeans"
+        ]
+        curves += curve
+        if not curve:
+            continue
+        ns = [c.n_init for c in curve]
+        ts = [c.seconds_median for c in curve]
+        inertias = [c.inertia_median for c in curve]
+        base = curve[0]
+        for (kind, v), rs in sorted(methods.items()):
+            if kind != "ours":
+                continue
+            seconds, inertia = _median(r.seconds for r in rs), _median(r.inertia for r in rs)
+            at = kmeans_at_time(ns, ts, inertias, seconds)
+            match = needs_n_init(ns, inertias, inertia)
+            skipped = {r.learned_skipped for r in rs}
+            points.append(Point(
+                dataset=name, n=n, d=d, k=k, learned_starts=v, seeds=len(rs),
+                seconds_median=seconds, inertia_median=inertia,
+                n_iter_median=_median(r.n_iter for r in rs),
+                n_learned_steps_median=_median(r.n_learned_steps for r in rs),
+                learned_kept=sum(r.selected_run == "learned" for r in rs),
+                learned_skipped=skipped.pop() if len(skipped) == 1 else None,
+                time_ratio=seconds / base.seconds_median,
+                inertia_ratio_n_init_1=_ratio(inertia, base.inertia_median),
+                kmeans_equal_time_inertia=at.inertia,
+                equal_time_ratio=_ratio(inertia, at.inertia), equal_time_status=at.status,
+                bracket=(at.lower, at.upper), match_n_init=match,
+                match_time_ratio=None if match is None else seconds / ts[ns.index(match)],
+            ))
+    return Summary(curves, points)
+
+
+def _ratio(a: float, b: float) -> float:
+    if b == 0.0:
+        return 1.0 if a == 0.0 else math.inf
+    return float(a) / float(b)
+
+
+def label(dataset: str, n: int, d: int) -> str:
+    """A data set's name in tables and figures: bundled by name, generated with n and d."""
+    return dataset if dataset in BUNDLED else f"{dataset} n={n:,} d={d}"
+
+
+def _match(p: Point, largest: int) -> str:
+    return f"> {largest}" if p.match_n_init is None else str(p.match_n_init)
+
+
+def format_points(summary: Summary) -> str:
+    """A markdown table: one row per data set and ``learned_starts``."""
+    largest = {(c.dataset, c.n, c.d): c.n_init for c in summary.curves}
+    lines = [
+        "| data | r | time / KMeans n_init=1 | inertia / KMeans at equal time | "
+        "KMeans needs n_init | time / that KMeans | learned run kept | ours s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for p in summary.points:
+        flag = {FASTER: " (faster)", SLOWER: " (slower than curve)"}.get(p.equal_time_status,
+                                                                         "")
+        match_t = "" if p.match_time_ratio is None else f"{p.match_time_ratio:.2f}"
+        kept = "skipped" if p.learned_skipped and p.learned_starts else \
+            f"{p.learned_kept}/{p.seeds}"
+        lines.append(
+            f"| {label(p.dataset, p.n, p.d)} | {p.learned_starts} | {p.time_ratio:.2f} | "
+            f"{p.equal_time_ratio:.4f}{flag} | {_match(p, largest[p.dataset, p.n, p.d])} | "
+            f"{match_t} | {kept} | {p.seconds_median:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def format_curves(summary: Summary) -> str:
+    """A markdown table of KMeans' curves: median seconds and inertia per ``n_init``."""
+    lines = ["| data | n_init | s | time / n_init=1 | inertia / n_init=1 | iterations |",
+             "|---|---|---|---|---|---|"]
+    base: dict[tuple, CurvePoint] = {}
+    for c in summary.curves:
+        b = base.setdefault((c.dataset, c.n, c.d), c)
+        lines.append(
+            f"| {label(c.dataset, c.n, c.d)} | {c.n_init} | {c.seconds_median:.3f} | "
+            f"{c.seconds_median / b.seconds_median:.2f} | "
+            f"{_ratio(c.inertia_median, b.inertia_median):.4f} | {c.n_iter_median:g} |"
+        )
+    return "\n".join(lines)
+
+
+def plot_summary(summary: Summary, path: str, title: str = "") -> None:
+    """Save one panel per data set to ``path``: KMeans' median curve (inertia and time
+    relative to KMeans(n_init=1), log time) and TransformerKMeans' points, labelled by
+    ``learned_starts`` (hollow: slower than the curve's last point)."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "skformer bench equal-time --plot requires matplotlib. "
+            "Install with: pip install skformer[plot]"
+        ) from exc
+    keys = list(dict.fromkeys((c.dataset, c.n, c.d, c.k) for c in summary.curves))
+    if not keys:
+        raise ValueError("nothing to plot: no KMeans records.")
+    ncols = min(4, len(keys))
+    nrows = math.ceil(len(keys) / ncols)
+    fig = Figure(figsize=(4.2 * ncols, 3.4 * nrows + 0.6), layout="constrained")
+    FigureCanvasAgg(fig)  # Agg, whatever pyplot's backend
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    for ax, key in zip(axes, keys, strict=False):
+        curve = [c for c in summary.curves if (c.dataset, c.n, c.d, c.k) == key]
+        t0, i0 = curve[0].seconds_median, curve[0].inertia_median
+        xs = [c.seconds_median / t0 for c in curve]
+        ys = [_ratio(c.inertia_median, i0) for c in curve]
+        ax.plot(xs, ys, "-o", color="C7", ms=4, label="KMeans, n_init")
+        for c, x, y in zip(curve, xs, ys, strict=True):
+            ax.annotate(str(c.n_init), (x, y), textcoords="offset points", xytext=(0, 5),
+                        fontsize=7, color="C7", ha="center")
+        for p in (p for p in summary.points if (p.dataset, p.n, p.d, p.k) == key):
+            color = f"C{p.learned_starts % 10}"
+            hollow = p.equal_time_status == SLOWER
+            x, y = p.seconds_median / t0, _ratio(p.inertia_median, i0)
+            ax.scatter([x], [y], s=36, marker="s", edgecolors=color,
+                       facecolors="none" if hollow else color, zorder=3,
+                       label=f"ours, learned_starts={p.learned_starts}")
+            ax.annotate(f"r={p.learned_starts}", (x, y), textcoords="offset points",
+                        xytext=(5, -9), fontsize=7, color=color)
+        ax.set_xscale("log")
+        ax.axhline(1.0, color="grey", lw=0.6, ls=":")
+        ax.set_title(label(*key[:3]), fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.ticklabel_format(axis="y", useOffset=False)
+    for ax in axes[len(keys):]:
+        ax.set_visible(False)
+    fig.supxlabel("median fit time / KMeans(n_init=1)'s (log)", fontsize=9)
+    fig.supylabel("median inertia / KMeans(n_init=1)'s", fontsize=9)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncols=len(labels), fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.savefig(path, dpi=110)

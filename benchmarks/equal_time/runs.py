@@ -1,0 +1,209 @@
+"""Runs of the equal-time benchmark: every fit of one data set, alternating in one process.
+
+See :mod:`benchmarks.equal_time` for the protocol.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from benchmarks.versus_kmeans.data import Dataset
+
+__all__ = [
+    "WARMUP_ROWS",
+    "FitRecord",
+    "Method",
+    "fit_order",
+    "limit_threads",
+    "load",
+    "methods",
+    "run_dataset",
+]
+
+WARMUP_ROWS = 20_000
+"""The untimed warm-up fits run on at most this many rows of the data set (the first)."""
+
+
+class Method(NamedTuple):
+    """One estimator configuration: ``("kmeans", n_init)`` or ``("ours", learned_starts)``."""
+
+    kind: str
+    value: int
+
+    @property
+    def label(self) -> str:
+        return f"n_init={self.value}" if self.kind == "kmeans" else f"r={self.value}"
+
+
+@dataclass(frozen=True)
+class FitRecord:
+    """One timed fit: a method on one data set with one seed."""
+
+    dataset: str
+    n: int
+    d: int
+    k: int
+    seed: int
+    method: str
+    """``"kmeans"`` (:class:`sklearn.cluster.KMeans`) or ``"ours"`` (TransformerKMeans)."""
+    n_init: int
+    """KMeans' ``n_init``; 1 for TransformerKMeans."""
+    learned_starts: int | None
+    """TransformerKMeans' ``learned_starts`` (0: the fast mode); None for KMeans."""
+    position: int
+    """Place of this fit in its seed's round (0 = first)."""
+    inertia: float
+    """The k-means objective of the fitted centres, in float64 (one evaluator for both)."""
+    seconds: float
+    """Wall time of ``fit`` (``time.perf_counter``)."""
+    n_iter: int
+    selected_run: str | None = None
+    """TransformerKMeans' ``selected_run_`` ("lloyd" or "learned")."""
+    n_learned_steps: int | None = None
+    n_lloyd_steps: int | None = None
+    learned_skipped: str | None = None
+    """TransformerKMeans' ``learned_skipped_``: why no learned run was made, or None."""
+
+
+def methods(n_inits: Sequence[int], learned_starts: Sequence[int]) -> list[Method]:
+    """KMeans and TransformerKMeans configurations interleaved, KMeans first.
+
+    Examples
+    --------
+    >>> [m.label for m in methods([1, 2, 4], [0, 1])]
+    ['n_init=1', 'r=0', 'n_init=2', 'r=1', 'n_init=4']
+    """
+    km = [Method("kmeans", int(v)) for v in n_inits]
+    ours = [Method("ours", int(v)) for v in learned_starts]
+    out = []
+    for i in range(max(len(km), len(ours))):
+        out += km[i : i + 1] + ours[i : i + 1]
+    return out
+
+
+def fit_order(plan: Sequence[Method], round_: int) -> list[Method]:
+    """The round's order: ``plan`` rotated left by ``round_`` places, so that over as many
+    rounds as methods every method takes every place once.
+
+    Examples
+    --------
+    >>> [m.label for m in fit_order(methods([1, 2], [0]), 1)]
+    ['r=0', 'n_init=2', 'n_init=1']
+    """
+    shift = round_ % len(plan)
+    return [*plan[shift:], *plan[:shift]]
+
+
+def _estimator(method: Method, k: int, seed: int, device: str):
+    from sklearn.cluster import KMeans
+
+    from skformer import TransformerKMeans
+
+    if method.kind == "kmeans":
+        return KMeans(k, n_init=method.value, random_state=seed)
+    return TransformerKMeans(k, n_init=1, learned_starts=method.value, random_state=seed,
+                             device=device, pretrain=False)
+
+
+def load() -> tuple[float, float, float]:
+    """``os.getloadavg()`` (1, 5 and 15 minutes), or NaNs where the platform has none."""
+    try:
+        return os.getloadavg()
+    except OSError:  # pragma: no cover - not on Linux
+        return (float("nan"),) * 3
+
+
+@contextlib.contextmanager
+def limit_threads(threads: int | None) -> Iterator[None]:
+    """Run both estimators on at most ``threads`` threads (None: as the libraries choose).
+
+    KMeans' OpenMP and BLAS pools through :func:`threadpoolctl.threadpool_limits`, torch's
+    through :func:`torch.set_num_threads`; both are restored on exit.
+    """
+    if threads is None:
+        yield
+        return
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(threads):
+            yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def run_dataset(dataset: Dataset, seeds: Sequence[int], *, n_inits: Sequence[int],
+                learned_starts: Sequence[int], device: str = "cpu", warmup: bool = True,
+                on_fit: Callable[[FitRecord], None] | None = None) -> list[FitRecord]:
+    """Fit every method once per seed on ``dataset``, all in this process.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        ``X`` of shape ``(n, d)``; ``k`` is its number of true classes.
+    seeds : sequence of int
+        ``random_state`` of every estimator, the same for every method.
+    n_inits : sequence of int
+        KMeans' ``n_init`` values (k-means++ each run).
+    learned_starts : sequence of int
+        TransformerKMeans' ``learned_starts`` values (``n_init=1``; 0 is the fast mode).
+    device : str
+        TransformerKMeans' device.
+    warmup : bool
+        First fit every method once, untimed, on the first :data:`WARMUP_ROWS` rows
+        (loads the learned model for ``(d, k)``, starts thread pools).
+    on_fit : callable, optional
+        Called with each record as it is made (progress).
+
+    Returns
+    -------
+    list of FitRecord
+        ``len(seeds) * (len(n_inits) + len(learned_starts))`` records, in fit order. The
+        methods of a seed's round are :func:`methods` rotated by the seed's index
+        (:func:`fit_order`).
+
+    Raises
+    ------
+    LookupError
+        No learned model is stored for ``(d, k)`` (TransformerKMeans never pretrains here).
+    """
+    from skformer._base import labels_inertia
+
+    X, k = dataset.X, dataset.n_clusters
+    plan = methods(n_inits, learned_starts)
+    if warmup:
+        for method in plan:
+            _estimator(method, k, seeds[0], device).fit(X[:WARMUP_ROWS])
+    records = []
+    for i, seed in enumerate(seeds):
+        for position, method in enumerate(fit_order(plan, i)):
+            est = _estimator(method, k, seed, device)
+            gc.collect()
+            start = time.perf_counter()
+            est.fit(X)
+            seconds = time.perf_counter() - start
+            ours = method.kind == "ours"
+            record = FitRecord(
+                dataset=dataset.name, n=X.shape[0], d=X.shape[1], k=k, seed=int(seed),
+                method=method.kind, n_init=1 if ours else method.value,
+                learned_starts=method.value if ours else None, position=position,
+                inertia=float(labels_inertia(X, est.cluster_centers_)[1]), seconds=seconds,
+                n_iter=int(est.n_iter_),
+                selected_run=est.selected_run_ if ours else None,
+                n_learned_steps=int(est.n_learned_steps_) if ours else None,
+                n_lloyd_steps=int(est.n_lloyd_steps_) if ours else None,
+                learned_skipped=est.learned_skipped_ if ours else None,
+            )
+            records.append(record)
+            if on_fit is not None:
+                on_fit(record)
+    return records
