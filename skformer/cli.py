@@ -346,8 +346,8 @@ def _add_cluster(subparsers) -> None:
                    help="standardise the features first (zero mean, unit variance); "
                         "--centers are still written in the input's units")
     p.add_argument("--learned-starts", type=_non_negative_int, default=0, metavar="L",
-                   help="TransformerKMeans' learned_starts: learned runs from the first L "
-                        "starts, the better of the learned and the Lloyd run kept "
+                   help="TransformerKMeans' learned_starts: learned runs per start, "
+                        "beside the Lloyd run; the run of lowest inertia is kept "
                         "(default: %(default)s, KMeans' run only)")
     p.add_argument("--embedding", choices=("binary", "onehot"), default="binary",
                    help="cluster-index embedding (default: %(default)s)")
