@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, machine: dict) -> int:
-    machine = {**machine, "threads_used": _threads_used()}
+    machine = {**machine, "threads_used": _threads_used(), "source": _source()}
     started = time.perf_counter()
     payload: dict = {"machine": machine, "options": vars(args), "loadavg_before": load(),
                      "loadavg_after": None, "wall_seconds": None, "datasets": [],
@@ -152,7 +152,8 @@ def _run(args: argparse.Namespace, machine: dict) -> int:
     if args.plot and records:
         plot_summary(summary, args.plot, title=(
             f"TransformerKMeans against KMeans' n_init curve at equal time: medians over seeds, "
-            f"{machine['device_name']}, threads {machine['threads_used']}"))
+            f"{machine['device_name']}, threads: " + ", ".join(
+                f"{lib} {n}" for lib, n in machine["threads_used"].items())))
     return 0
 
 
@@ -179,3 +180,22 @@ def _threads_used() -> dict:
         api = pool["user_api"]
         out[api] = max(out.get(api, 0), pool["num_threads"])
     return out
+
+
+def _source() -> dict | None:
+    """The checkout's commit and its files changed but not committed (``git status``), or
+    None outside a git checkout: what code the run measured."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        def git(*cmd: str) -> str:
+            return subprocess.run(["git", *cmd], cwd=root, capture_output=True, text=True,
+                                  check=True, timeout=30).stdout
+
+        return {"commit": git("rev-parse", "HEAD").strip(),
+                "uncommitted": git("status", "--porcelain", "--untracked-files=no")
+                .splitlines()}
+    except (OSError, subprocess.SubprocessError):
+        return None

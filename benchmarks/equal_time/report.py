@@ -301,30 +301,33 @@ def plot_summary(summary: Summary, path: str, title: str = "") -> None:
             "skformer bench equal-time --plot requires matplotlib. "
             "Install with: pip install skformer[plot]"
         ) from exc
+    from matplotlib.lines import Line2D
+
     keys = list(dict.fromkeys((c.dataset, c.n, c.d, c.k) for c in summary.curves))
     if not keys:
         raise ValueError("nothing to plot: no KMeans records.")
     ncols = min(4, len(keys))
     nrows = math.ceil(len(keys) / ncols)
-    fig = Figure(figsize=(4.2 * ncols, 3.4 * nrows + 0.6), layout="constrained")
+    fig = Figure(figsize=(4.2 * ncols, 3.3 * nrows + 1.0), layout="constrained")
     FigureCanvasAgg(fig)  # Agg, whatever pyplot's backend
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax, key in zip(axes, keys, strict=False):
+    starts: set[int] = set()
+    for i, (ax, key) in enumerate(zip(axes, keys, strict=False)):
         curve = [c for c in summary.curves if (c.dataset, c.n, c.d, c.k) == key]
         t0, i0 = curve[0].seconds_median, curve[0].inertia_median
         xs = [c.seconds_median / t0 for c in curve]
         ys = [_ratio(c.inertia_median, i0) for c in curve]
-        ax.plot(xs, ys, "-o", color="C7", ms=4, label="KMeans, n_init")
+        ax.plot(xs, ys, "-o", color="C7", ms=4)
         for c, x, y in zip(curve, xs, ys, strict=True):
             ax.annotate(str(c.n_init), (x, y), textcoords="offset points", xytext=(0, 5),
                         fontsize=7, color="C7", ha="center")
         for p in (p for p in summary.points if (p.dataset, p.n, p.d, p.k) == key):
+            starts.add(p.learned_starts)
             color = f"C{p.learned_starts % 10}"
             hollow = p.equal_time_status == SLOWER
             x, y = p.seconds_median / t0, _ratio(p.inertia_median, i0)
             ax.scatter([x], [y], s=36, marker="s", edgecolors=color,
-                       facecolors="none" if hollow else color, zorder=3,
-                       label=f"ours, learned_starts={p.learned_starts}")
+                       facecolors="none" if hollow else color, zorder=3)
             ax.annotate(f"r={p.learned_starts}", (x, y), textcoords="offset points",
                         xytext=(5, -9), fontsize=7, color=color)
         ax.set_xscale("log")
@@ -332,12 +335,19 @@ def plot_summary(summary: Summary, path: str, title: str = "") -> None:
         ax.set_title(label(*key[:3]), fontsize=9)
         ax.tick_params(labelsize=7)
         ax.ticklabel_format(axis="y", useOffset=False)
+        if i >= len(keys) - ncols:  # the lowest panel of its column
+            ax.set_xlabel("time / KMeans(n_init=1)'s", fontsize=8)
+        if i % ncols == 0:
+            ax.set_ylabel("inertia / KMeans(n_init=1)'s", fontsize=8)
     for ax in axes[len(keys):]:
         ax.set_visible(False)
-    fig.supxlabel("median fit time / KMeans(n_init=1)'s (log)", fontsize=9)
-    fig.supylabel("median inertia / KMeans(n_init=1)'s", fontsize=9)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=len(labels), fontsize=8)
+    handles = [Line2D([], [], color="C7", marker="o", ms=4,
+                      label="KMeans, median over seeds, labelled by n_init")]
+    handles += [Line2D([], [], ls="", marker="s", color=f"C{r % 10}",
+                       label=f"TransformerKMeans, learned_starts={r}") for r in sorted(starts)]
+    handles.append(Line2D([], [], ls="", marker="s", mfc="none", color="k",
+                          label="hollow: slower than KMeans' largest n_init"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.savefig(path, dpi=110)
