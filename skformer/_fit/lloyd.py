@@ -5,9 +5,11 @@ Dimension legend: ``m`` rows of a block, ``k`` clusters, ``d`` features.
 The step is what the exact transformer's hard attention computes (the fused path of
 :class:`~skformer.nn.model.ExactLloydModel`): A1 is the nearest centre of each point
 (lowest index on ties), A3 the weighted mean of each cluster; a cluster of zero weight
-keeps its centre. A block contributes its per-cluster sums and weights, accumulated in
-float64 so that the result does not depend on how the data are split into blocks; the
-new centres are computed once, in the data's dtype.
+keeps its centre. A block contributes its per-cluster sums and weights, summed in the
+data's dtype within the block (one product with the one-hot labels, as KMeans sums a
+chunk) and in float64 across blocks; blocks follow one grid of rows whatever the
+container (:func:`~skformer._fit.sources.grid_rows`), so every container gives the same
+result. The new centres are computed once, in the data's dtype.
 """
 
 from __future__ import annotations
@@ -75,12 +77,12 @@ def _scratch_scope():
 
 def _block_step(block: Block, c: torch.Tensor, *, update: bool = True,
                 inertia: bool = False):
-    """:func:`~skformer.nn.kernel.exact_step` on a block (a batch of one problem), sums
-    in float64 (so the result does not depend on how the rows are split into blocks)."""
+    """:func:`~skformer.nn.kernel.exact_step` on a block (a batch of one problem), its
+    sums in the data's dtype."""
     c = c.to(block.x.device, block.x.dtype)
     return exact_step(block.x.unsqueeze(0), c.unsqueeze(0),
                       weight=None if block.w is None else block.w.unsqueeze(0),
-                      update=update, inertia=inertia, sums_dtype=torch.float64,
+                      update=update, inertia=inertia,
                       workspace=getattr(_scratch, "workspace", None))
 
 
@@ -90,7 +92,7 @@ def lloyd_partial(block: Block, c: torch.Tensor) -> LloydStats:
     if sp.issparse(block.x):
         return LloydStats(*sparse_lloyd_sums(block, c))
     stats = _block_step(block, c)
-    return LloydStats(stats.sums[0].cpu(), stats.mass[0].cpu())
+    return LloydStats(stats.sums[0].double().cpu(), stats.mass[0].double().cpu())
 
 
 def _finish(c: torch.Tensor, stats: LloydStats) -> torch.Tensor:

@@ -39,16 +39,29 @@ __all__ = [
     "Summary",
     "WeightStats",
     "dask_labels",
+    "grid_rows",
     "is_dask",
 ]
 
-# Rows per block of an in-memory source or a memmap: about 2**20 values (8 MiB as the
-# float64 copy a Lloyd partial makes), large enough that the per-block overhead of a
-# step stays small beside its arithmetic (blocks of 2**18 values made a step at
-# n = 1e6, k = 10 twice as slow).
+# Rows per block: about 2**20 values, large enough that the per-block overhead of a step
+# (some thirty tensor operations) stays small beside its arithmetic (blocks of 2**18
+# values made a step at n = 1e6, k = 10 twice as slow).
 _BLOCK_ELEMENTS = 2**20
 # Blocks merged per node of the reduction tree.
 _FAN_IN = 8
+
+
+def grid_rows(n_samples: int, n_features: int) -> int:
+    """Rows per block of every dense source: the fixed grid of rows that a Lloyd step's
+    per-block sums follow, whatever the container (about 2**20 values a block, at most
+    half the data, at least 4096 rows).
+
+    Examples
+    --------
+    >>> grid_rows(100_000, 32), grid_rows(1000, 2)
+    (32768, 4096)
+    """
+    return max(4096, min(_BLOCK_ELEMENTS // max(1, n_features), n_samples // 2))
 
 
 def is_dask(X) -> bool:
@@ -245,10 +258,7 @@ class ArraySource(Source):
         self.device = torch.device(device)
         self.cache = cache
         self.in_memory = cache
-        # Blocks of about 2**20 values, and at most an eighth of the data, so that their
-        # buffers stay small beside the data whatever its size.
-        self.block_rows = block_rows or max(
-            4096, min(_BLOCK_ELEMENTS // max(1, X.shape[1]), X.shape[0] // 8))
+        self.block_rows = block_rows or grid_rows(*X.shape)
         self._fitted: np.ndarray | None = None
         self._w = None if w is None else torch.from_numpy(np.asarray(w, dtype=np.float64))
 
@@ -296,11 +306,19 @@ class ArraySource(Source):
 
 class DaskSource(Source):
     """A dask array (and optional dask or NumPy weights), block by block on the active
-    scheduler; every pass is one graph."""
+    scheduler; every pass is one graph. The rows are rechunked to the grid of
+    :func:`grid_rows`, so each block is the block an in-memory fit of the same data
+    sums (the same float32 partial sums, the same result)."""
 
     def __init__(self, X, w, device: torch.device):
+        n, d = (int(s) for s in X.shape)
+        rows = grid_rows(n, d)
+        grid = (rows,) * (n // rows) + ((n % rows,) if n % rows else ())
+        if tuple(X.chunks[0]) != grid:
+            X = X.rechunk({0: grid})
+            w = None if w is None else w.rechunk((grid,))
         self.X, self.w = X, w
-        self.n_samples, self.n_features = (int(s) for s in X.shape)
+        self.n_samples, self.n_features = n, d
         self.dtype = X.dtype
         self.device = torch.device(device)
         self._xs = list(X.to_delayed().ravel())

@@ -34,9 +34,9 @@ _BUDGET = 2**20
 # Up to this many centres, a cluster's sum is one (k, rows) x (rows, d) product with the
 # rows' one-hot labels (the fastest segment sum for few clusters); beyond it, a scatter-add.
 _ONE_HOT_MAX = 12
-# Up to this many centres, the minimum over the centres is torch's; beyond it, on the
-# CPU, NumPy's argmin (several times faster over long rows).
-_TORCH_MIN_MAX = 32
+# Up to this many centres, the nearest centre comes from the minimum's value and an
+# equality (see _nearest); beyond it, from an argmin (NumPy's on the CPU).
+_EQ_MAX = 32
 
 
 class StepStats(NamedTuple):
@@ -103,30 +103,47 @@ def _empty(workspace: Workspace | None, name: str, shape, dtype, device) -> torc
 
 def _argmin(dist: torch.Tensor, workspace: Workspace | None) -> torch.Tensor:
     """Index of the first minimum over the last axis of ``dist`` (..., k)."""
-    if dist.shape[-1] > _TORCH_MIN_MAX and dist.device.type == "cpu" \
-            and not dist.requires_grad:
+    if dist.device.type == "cpu" and not dist.requires_grad:
         return torch.from_numpy(dist.numpy().argmin(-1))
-    if workspace is None:
-        return torch.min(dist, dim=-1).indices
-    shape = dist.shape[:-1]
-    out = (_empty(workspace, "minimum", shape, dist.dtype, dist.device),
-           _empty(workspace, "argmin", shape, torch.long, dist.device))
-    return torch.min(dist, dim=-1, out=out).indices
+    return torch.min(dist, dim=-1).indices
 
 
-def _distances(x: torch.Tensor, c_t: torch.Tensor, c_sq: torch.Tensor,
-               workspace: Workspace | None) -> torch.Tensor:
-    """``|c|^2 - 2 x.c`` of rows ``x`` (p, m, d) and centres ``c_t = -2 c`` transposed
-    (p, d, k), shape (p, m, k): one batched product, then the norms added (a product
-    with a broadcast bias, ``baddbmm``, runs several times slower on CPUs). A single row
-    is computed as the first of two: the matrix-vector product that one row would take
-    sums in another order than the matrix product of a block, and a row's distances
-    must not depend on the block it comes in."""
-    if x.shape[1] == 1:
-        x = torch.cat([x, torch.zeros_like(x)], dim=1)
-        return torch.bmm(x, c_t)[:, :1].add_(c_sq.unsqueeze(-2))
-    dist = _empty(workspace, "distances", (*x.shape[:2], c_t.shape[-1]), x.dtype, x.device)
-    return torch.bmm(x, c_t, out=dist).add_(c_sq.unsqueeze(-2))
+def _with_two_rows(x: torch.Tensor) -> torch.Tensor:
+    """Rows ``x`` (p, m, d), with a zero row appended when ``m`` is 1: the
+    matrix-vector product that one row would take sums in another order than the
+    matrix product of a block, and a row's distances must not depend on its block."""
+    return torch.cat([x, torch.zeros_like(x)], dim=1) if x.shape[1] == 1 else x
+
+
+def _nearest(x: torch.Tensor, c_m2: torch.Tensor, c_sq: torch.Tensor, codes_dtype,
+             workspace: Workspace | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Nearest centre of rows ``x`` (p, m, d) among centres ``c_m2 = -2 c`` (p, k, d)
+    with squared norms ``c_sq`` (p, k): labels (p, m), lowest index on ties, and (up to
+    32 centres) their one-hot codes (p, k, m) in ``codes_dtype``.
+
+    Up to 32 centres the distances ``|c|^2 - 2 x.c`` are laid out centres-major
+    (p, k, m): their minimum over the centres is a vectorised reduction across rows, and
+    the codes are the equality of each distance with it (exact ties keep the first
+    centre), several times faster than an argmin with indices over a short axis.
+    Beyond, rows-major and an argmin (NumPy's on the CPU)."""
+    p, m, _ = x.shape
+    k = c_m2.shape[1]
+    xx = _with_two_rows(x)
+    if k > _EQ_MAX:
+        dist = torch.bmm(xx, c_m2.transpose(1, 2)).add_(c_sq.unsqueeze(1))[:, :m]
+        return _argmin(dist, workspace).to(x.device), None
+    shape = (p, k, xx.shape[1])
+    dist = torch.bmm(c_m2, xx.transpose(1, 2),
+                     out=_empty(workspace, "distances", shape, x.dtype, x.device))
+    dist = dist.add_(c_sq.unsqueeze(-1))[..., :m]
+    low = torch.amin(dist, 1, keepdim=True)
+    hit = torch.eq(dist, low, out=_empty(workspace, "hits", (p, k, m), torch.bool, x.device))
+    codes = _empty(workspace, "one_hot", (p, k, m), codes_dtype, x.device).copy_(hit)
+    if int(codes.sum()) != p * m:  # exact ties: the first centre only
+        codes.mul_(codes.cumsum(1) == 1)
+    index = torch.arange(k, dtype=codes_dtype, device=x.device).expand(p, 1, k)
+    labels = torch.bmm(index, codes).squeeze(1).round_().long()  # exact small integers
+    return labels, codes
 
 
 def ordered_sum(v: torch.Tensor) -> torch.Tensor:
@@ -232,7 +249,7 @@ def exact_step(
     c_sq = c.square().sum(-1)
     if centre_mask is not None:
         c_sq = c_sq.masked_fill(~centre_mask, float("inf"))
-    c_t = (-2.0 * c).transpose(-1, -2)  # exact: a power of two
+    c_m2 = -2.0 * c  # exact: a power of two
     w = None if weight is None else weight.to(sums_dtype)
     if mask is not None:
         w = mask.to(sums_dtype) if w is None else w * mask
@@ -249,11 +266,11 @@ def exact_step(
         for s in range(0, n, rows):
             R = slice(s, s + rows)
             xr = x[P, R]
-            lab = _argmin(_distances(xr, c_t[P], c_sq[P], workspace), workspace)
-            lab = lab.to(x.device)
+            lab, codes = _nearest(xr, c_m2[P], c_sq[P], sums_dtype, workspace)
             wr = None if w is None else w[P, R]
             if update:
-                _accumulate(sums[P], mass[P], xr, lab, wr, one_hot, workspace)
+                _accumulate(sums[P], mass[P], xr, lab, codes if one_hot else None, wr,
+                            workspace)
             if inertia:
                 nearest = c[P].gather(1, lab.unsqueeze(-1).expand(-1, -1, d))
                 diff = xr - nearest
@@ -267,16 +284,18 @@ def exact_step(
 
 
 def _accumulate(sums: torch.Tensor, mass: torch.Tensor, x: torch.Tensor, lab: torch.Tensor,
-                w: torch.Tensor | None, one_hot: bool, workspace: Workspace | None) -> None:
+                codes: torch.Tensor | None, w: torch.Tensor | None,
+                workspace: Workspace | None) -> None:
     """Add the block's per-cluster sums and masses into ``sums`` (p, k, d) and ``mass``
-    (p, k), in their dtype (in place)."""
+    (p, k), in their dtype (in place): with one-hot ``codes`` (p, k, m), one
+    (k, m) x (m, d) product per problem; without, a scatter-add of the rows in order."""
     p, m, d = x.shape
     k = sums.shape[1]
     if x.dtype != sums.dtype:
         x = _empty(workspace, "rows", x.shape, sums.dtype, x.device).copy_(x)
-    if one_hot:  # one (k, m) x (m, d) product per problem
-        codes = _empty(workspace, "one_hot", (p, k, m), sums.dtype, x.device).zero_()
-        codes.scatter_(1, lab.unsqueeze(1), 1.0 if w is None else w.unsqueeze(1))
+    if codes is not None:
+        if w is not None:
+            codes = codes.mul_(w.unsqueeze(1))
         sums.baddbmm_(codes, x)
         mass += codes.sum(-1)
         return
