@@ -167,12 +167,6 @@ class ExactLloydTransformer(BaseTransformerKMeans):
         # asked for.
         exact = None
         if self.path == "dense":
-            # The literal layer's weights are all set by the construction, but its
-            # torch.nn.Linear projections first draw PyTorch's default initialisation
-            # from the global generator: restore it, so that a fit leaves a user's
-            # torch.manual_seed stream as it was (issue 21). The root is the layer's
-            # construction in skformer.nn (meta device, then the block selectors).
-            with torch.random.fork_rng(devices=[]):
-                exact = ExactLloydModel(n_features, self.n_clusters,
-                                        embedding=self.embedding, path="dense").to(device)
+            exact = ExactLloydModel(n_features, self.n_clusters, embedding=self.embedding,
+                                    path="dense").to(device)
         return {"exact": exact}

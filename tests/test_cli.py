@@ -386,11 +386,6 @@ def test_cli_parser_imports_nothing_heavy():
     assert json.loads(proc.stdout.splitlines()[-1]) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="skformer/__init__.py imports the estimators (torch, scikit-learn) eagerly; "
-           "`skformer --help` is fast once it imports them lazily (PEP 562 __getattr__)",
-)
 def test_python_m_skformer_help_imports_nothing_heavy():
     code = ("import runpy, sys, json\n"
             "sys.argv = ['skformer', '--help']\n"

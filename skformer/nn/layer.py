@@ -281,9 +281,11 @@ def exact_lloyd_layer(
     d, m = n_features, index_width(embedding, n_clusters)
     keep = empty == "keep"
     e = d + m + int(keep)
-    layer = KMeansLayer(
-        e, activation="hardmax", gamma=math.inf, bias=False, centre_keys_in_update=keep
-    )
+    with torch.device("meta"):  # no default initialisation drawn: every weight is set below
+        layer = KMeansLayer(
+            e, activation="hardmax", gamma=math.inf, bias=False, centre_keys_in_update=keep
+        )
+    layer.to_empty(device="cpu")
     set_block_selectors(layer, d, m)
     layer.requires_grad_(False)
     layer.points_to_centres.tie_break = tie_break
