@@ -146,6 +146,22 @@ def test_summarise_judges_medians_against_the_curve():
     assert "| toy n=100 d=2 | 16 | 16.000 | 16.00 | 0.0625 | 5 |" in et.format_curves(summary)
 
 
+def test_summarise_means_count_a_poor_seed_that_medians_hide():
+    records = []
+    for seed, poor in enumerate([1.0, 1.0, 4.0]):  # one seed's first run ends poorly
+        records.append(_record("kmeans", 1, seed, 1.0, poor))
+        records.append(_record("kmeans", 2, seed, 2.0, 1.0))
+        records.append(_record("ours", 1, seed, 2 ** 0.5, 1.0, "learned"))
+    summary = et.summarise(records)
+    assert [(c.inertia_median, c.inertia_mean) for c in summary.curves] == [(1.0, 2.0),
+                                                                           (1.0, 1.0)]
+    (p,) = summary.points
+    assert (p.equal_time_ratio, p.match_n_init) == (1.0, 1)
+    assert p.inertia_mean == 1.0 and p.match_n_init_mean == 2
+    assert p.equal_time_ratio_mean == pytest.approx(1.0 / 1.5, rel=1e-12)
+    assert "| 1.0000 | 1 | 1.41 | 3/3 | 1.414 | 0.6667 | 2 |" in et.format_points(summary)
+
+
 def test_summarise_without_kmeans_records_has_no_points():
     summary = et.summarise([_record("ours", 1, 0, 1.0, 1.0)])
     assert summary.curves == [] and summary.points == []
@@ -233,7 +249,7 @@ def test_cli_presets_and_explicit_options():
     default = et.cli._options(parser, [])
     assert default.datasets == list(et.DEFAULT.datasets) and default.n == [10**4, 10**5, 10**6]
     assert (default.seeds, default.large_seeds, default.n_init, default.learned_starts) == (
-        5, 3, [1, 2, 4, 8, 16], [0, 1, 2, 3])
+        10, 5, [1, 2, 4, 8, 16], [0, 1, 2, 3])
     quick = et.cli._options(parser, ["--quick", "--seeds", "2", "--n", "1e3"])
     assert quick.datasets == list(et.QUICK.datasets) and quick.n == [1000]
     assert (quick.seeds, quick.large_seeds) == (2, 2)

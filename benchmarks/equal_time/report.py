@@ -32,6 +32,8 @@ __all__ = [
     "summarise",
 ]
 
+_MIN_SPAN = 2e-3
+"""The figure's smallest span of relative inertia."""
 FASTER = "faster than one KMeans run"
 SLOWER = "slower than the largest n_init"
 INTERPOLATED = "interpolated"
@@ -138,6 +140,8 @@ class CurvePoint:
     seconds_median: float
     inertia_median: float
     n_iter_median: float
+    inertia_mean: float
+    """The mean over the seeds: unlike the median, it shows a seed's poor local optimum."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,12 @@ class Point:
     (None: no ``n_init`` of the curve matches)."""
     match_time_ratio: float | None
     """``seconds_median`` over the median time of KMeans with ``match_n_init``."""
+    inertia_mean: float
+    equal_time_ratio_mean: float
+    """The same judge on mean inertias (KMeans' mean-inertia curve read at our median
+    time): a secondary view that counts the seeds that end in a poor local optimum."""
+    match_n_init_mean: int | None
+    """:attr:`match_n_init` on mean inertias."""
 
 
 class Summary(NamedTuple):
@@ -185,6 +195,10 @@ class Summary(NamedTuple):
 
 def _median(values) -> float:
     return float(statistics.median(values))
+
+
+def _mean(values) -> float:
+    return float(statistics.fmean(values))
 
 
 def summarise(records: Sequence[FitRecord]) -> Summary:
@@ -203,7 +217,8 @@ def summarise(records: Sequence[FitRecord]) -> Summary:
     for (name, n, d, k), methods in groups.items():
         curve = [
             CurvePoint(name, n, d, k, v, len(rs), _median(r.seconds for r in rs),
-                       _median(r.inertia for r in rs), _median(r.n_iter for r in rs))
+                       _median(r.inertia for r in rs), _median(r.n_iter for r in rs),
+                       _mean(r.inertia for r in rs))
             for (kind, v), rs in sorted(methods.items()) if kind == "kmeans"
         ]
         curves += curve
@@ -212,6 +227,7 @@ def summarise(records: Sequence[FitRecord]) -> Summary:
         ns = [c.n_init for c in curve]
         ts = [c.seconds_median for c in curve]
         inertias = [c.inertia_median for c in curve]
+        means = [c.inertia_mean for c in curve]
         base = curve[0]
         for (kind, v), rs in sorted(methods.items()):
             if kind != "ours":
@@ -219,6 +235,7 @@ def summarise(records: Sequence[FitRecord]) -> Summary:
             seconds, inertia = _median(r.seconds for r in rs), _median(r.inertia for r in rs)
             at = kmeans_at_time(ns, ts, inertias, seconds)
             match = needs_n_init(ns, inertias, inertia)
+            mean = _mean(r.inertia for r in rs)
             skipped = {r.learned_skipped for r in rs}
             points.append(Point(
                 dataset=name, n=n, d=d, k=k, learned_starts=v, seeds=len(rs),
@@ -233,6 +250,9 @@ def summarise(records: Sequence[FitRecord]) -> Summary:
                 equal_time_ratio=_ratio(inertia, at.inertia), equal_time_status=at.status,
                 bracket=(at.lower, at.upper), match_n_init=match,
                 match_time_ratio=None if match is None else seconds / ts[ns.index(match)],
+                inertia_mean=mean,
+                equal_time_ratio_mean=_ratio(mean, kmeans_at_time(ns, ts, means, seconds).inertia),
+                match_n_init_mean=needs_n_init(ns, means, mean),
             ))
     return Summary(curves, points)
 
@@ -248,8 +268,8 @@ def label(dataset: str, n: int, d: int) -> str:
     return dataset if dataset in BUNDLED else f"{dataset} n={n:,} d={d}"
 
 
-def _match(p: Point, largest: int) -> str:
-    return f"> {largest}" if p.match_n_init is None else str(p.match_n_init)
+def _match(match: int | None, largest: int) -> str:
+    return f"> {largest}" if match is None else str(match)
 
 
 def format_points(summary: Summary) -> str:
@@ -257,42 +277,47 @@ def format_points(summary: Summary) -> str:
     largest = {(c.dataset, c.n, c.d): c.n_init for c in summary.curves}
     lines = [
         "| data | r | time / KMeans n_init=1 | inertia / KMeans at equal time | "
-        "KMeans needs n_init | time / that KMeans | learned run kept | ours s |",
-        "|---|---|---|---|---|---|---|---|",
+        "KMeans needs n_init | time / that KMeans | learned run kept | ours s | "
+        "means: inertia / KMeans at equal time | means: KMeans needs n_init |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for p in summary.points:
         flag = {FASTER: " (faster)", SLOWER: " (slower than curve)"}.get(p.equal_time_status,
                                                                          "")
         match_t = "" if p.match_time_ratio is None else f"{p.match_time_ratio:.2f}"
+        top = largest[p.dataset, p.n, p.d]
         kept = "skipped" if p.learned_skipped and p.learned_starts else \
             f"{p.learned_kept}/{p.seeds}"
         lines.append(
             f"| {label(p.dataset, p.n, p.d)} | {p.learned_starts} | {p.time_ratio:.2f} | "
-            f"{p.equal_time_ratio:.4f}{flag} | {_match(p, largest[p.dataset, p.n, p.d])} | "
-            f"{match_t} | {kept} | {p.seconds_median:.3f} |"
+            f"{p.equal_time_ratio:.4f}{flag} | {_match(p.match_n_init, top)} | "
+            f"{match_t} | {kept} | {p.seconds_median:.3f} | {p.equal_time_ratio_mean:.4f} | "
+            f"{_match(p.match_n_init_mean, top)} |"
         )
     return "\n".join(lines)
 
 
 def format_curves(summary: Summary) -> str:
     """A markdown table of KMeans' curves: median seconds and inertia per ``n_init``."""
-    lines = ["| data | n_init | s | time / n_init=1 | inertia / n_init=1 | iterations |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| data | n_init | s | time / n_init=1 | inertia / n_init=1 | iterations | "
+             "mean inertia / n_init=1's |", "|---|---|---|---|---|---|---|"]
     base: dict[tuple, CurvePoint] = {}
     for c in summary.curves:
         b = base.setdefault((c.dataset, c.n, c.d), c)
         lines.append(
             f"| {label(c.dataset, c.n, c.d)} | {c.n_init} | {c.seconds_median:.3f} | "
             f"{c.seconds_median / b.seconds_median:.2f} | "
-            f"{_ratio(c.inertia_median, b.inertia_median):.4f} | {c.n_iter_median:g} |"
+            f"{_ratio(c.inertia_median, b.inertia_median):.4f} | {c.n_iter_median:g} | "
+            f"{_ratio(c.inertia_mean, b.inertia_mean):.4f} |"
         )
     return "\n".join(lines)
 
 
 def plot_summary(summary: Summary, path: str, title: str = "") -> None:
     """Save one panel per data set to ``path``: KMeans' median curve (inertia and time
-    relative to KMeans(n_init=1), log time) and TransformerKMeans' points, labelled by
-    ``learned_starts`` (hollow: slower than the curve's last point)."""
+    relative to KMeans(n_init=1)'s medians, log time) and TransformerKMeans' points,
+    labelled by ``learned_starts`` (hollow: slower than the curve's last point); dashed
+    and crosses: the mean inertias at the same median times."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -302,6 +327,7 @@ def plot_summary(summary: Summary, path: str, title: str = "") -> None:
             "Install with: pip install skformer[plot]"
         ) from exc
     from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
     keys = list(dict.fromkeys((c.dataset, c.n, c.d, c.k) for c in summary.curves))
     if not keys:
@@ -318,6 +344,7 @@ def plot_summary(summary: Summary, path: str, title: str = "") -> None:
         xs = [c.seconds_median / t0 for c in curve]
         ys = [_ratio(c.inertia_median, i0) for c in curve]
         ax.plot(xs, ys, "-o", color="C7", ms=4)
+        ax.plot(xs, [_ratio(c.inertia_mean, i0) for c in curve], "--", color="C7", lw=0.8)
         for c, x, y in zip(curve, xs, ys, strict=True):
             ax.annotate(str(c.n_init), (x, y), textcoords="offset points", xytext=(0, 5),
                         fontsize=7, color="C7", ha="center")
@@ -330,7 +357,16 @@ def plot_summary(summary: Summary, path: str, title: str = "") -> None:
                        facecolors="none" if hollow else color, zorder=3)
             ax.annotate(f"r={p.learned_starts}", (x, y), textcoords="offset points",
                         xytext=(5, -9), fontsize=7, color=color)
+            ax.scatter([x], [_ratio(p.inertia_mean, i0)], s=30, marker="x", color=color,
+                       zorder=3)
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        lo, hi = ax.get_ylim()
+        if hi - lo < _MIN_SPAN:  # differences below 0.1 % drawn flat, not magnified
+            mid = (lo + hi) / 2
+            ax.set_ylim(mid - _MIN_SPAN / 2, mid + _MIN_SPAN / 2)
         ax.axhline(1.0, color="grey", lw=0.6, ls=":")
         ax.set_title(label(*key[:3]), fontsize=9)
         ax.tick_params(labelsize=7)
@@ -347,6 +383,8 @@ def plot_summary(summary: Summary, path: str, title: str = "") -> None:
                        label=f"TransformerKMeans, learned_starts={r}") for r in sorted(starts)]
     handles.append(Line2D([], [], ls="", marker="s", mfc="none", color="k",
                           label="hollow: slower than KMeans' largest n_init"))
+    handles.append(Line2D([], [], ls="--", lw=0.8, marker="x", color="C7",
+                          label="dashed, x: means over seeds (the same time axis)"))
     fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
     if title:
         fig.suptitle(title, fontsize=10)
