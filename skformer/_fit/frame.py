@@ -87,15 +87,23 @@ class Frame:
                                initial=0.0))
         return cls(offset.astype(lo.dtype), power_of_two(top, unit_within))
 
-    def apply(self, x: np.ndarray) -> np.ndarray:
+    def apply(self, x: np.ndarray, *, ones: bool = False) -> np.ndarray:
         """Rows (..., d) of the user's frame in this frame (a new array, same dtype; CSR
-        rows, in a frame of zero offset: :func:`ldexp_csr`)."""
+        rows, in a frame of zero offset: :func:`ldexp_csr`). ``ones=True``: the rows
+        as tokens ``[x ; 1]``, shape (..., d + 1) (see :func:`~skformer.nn.exact_step`'s
+        ``augmented``)."""
         if sp.issparse(x):
             if np.any(self.offset != 0):
                 raise ValueError("Sparse rows need a frame of zero offset (a scale only).")
             return ldexp_csr(x, -self.power)
-        out = np.subtract(x, self.offset, dtype=self.offset.dtype)
-        return np.ldexp(out, -self.power, out=out)
+        d = self.offset.shape[-1]
+        out = np.empty((*np.shape(x)[:-1], d + ones), dtype=self.offset.dtype)
+        rows = out[..., :d]
+        np.subtract(x, self.offset, out=rows)
+        np.ldexp(rows, -self.power, out=rows)
+        if ones:
+            out[..., d] = 1
+        return out
 
     def to_user(self, c: np.ndarray) -> np.ndarray:
         """Centres (k, d) of this frame in the user's frame."""

@@ -76,13 +76,15 @@ def _scratch_scope():
 
 
 def _block_step(block: Block, c: torch.Tensor, *, update: bool = True,
-                inertia: bool = False):
+                inertia: bool = False, labels: bool = True):
     """:func:`~skformer.nn.kernel.exact_step` on a block (a batch of one problem), its
-    sums in the data's dtype."""
+    sums in the data's dtype; on the block's tokens ``[x ; 1]`` where the source has
+    them (the products then carry the centres' norms and the masses)."""
     c = c.to(block.x.device, block.x.dtype)
-    return exact_step(block.x.unsqueeze(0), c.unsqueeze(0),
+    tokens = update and block.tokens is not None
+    return exact_step((block.tokens if tokens else block.x).unsqueeze(0), c.unsqueeze(0),
                       weight=None if block.w is None else block.w.unsqueeze(0),
-                      update=update, inertia=inertia,
+                      update=update, inertia=inertia, augmented=tokens, labels=labels,
                       workspace=getattr(_scratch, "workspace", None))
 
 
@@ -91,7 +93,7 @@ def lloyd_partial(block: Block, c: torch.Tensor) -> LloydStats:
     """A block's contribution to the step from centres ``c`` (k, d)."""
     if sp.issparse(block.x):
         return LloydStats(*sparse_lloyd_sums(block, c))
-    stats = _block_step(block, c)
+    stats = _block_step(block, c, labels=False)
     return LloydStats(stats.sums[0].double().cpu(), stats.mass[0].double().cpu())
 
 

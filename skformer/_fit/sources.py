@@ -119,6 +119,10 @@ class Block(NamedTuple):
     ``scipy.sparse.csr_matrix``, on the CPU)."""
     w: torch.Tensor | None
     """Their weights, shape (m,), float64; None when every weight is 1."""
+    tokens: torch.Tensor | None = None
+    """The rows as tokens ``[x ; 1]``, shape (m, d + 1), sharing ``x``'s memory (a dense
+    source): the Lloyd step's products take the centres' norms and the clusters'
+    masses along (:func:`~skformer.nn.exact_step`'s ``augmented``)."""
 
 
 @dataclass(frozen=True)
@@ -276,12 +280,17 @@ class ArraySource(Source):
 
     def set_frame(self, frame: Frame) -> None:
         super().set_frame(frame)
-        self._fitted = frame.apply(self.X) if self.cache else None
+        # The fit-frame copy, as tokens [x ; 1] (one column more than X).
+        self._fitted = frame.apply(self.X, ones=True) if self.cache else None
 
-    def _rows(self, s) -> np.ndarray:
+    def _tokens(self, s) -> np.ndarray:
+        """Rows ``s`` in the fit frame as tokens ``[x ; 1]`` (m, d + 1)."""
         if self._fitted is not None:
             return self._fitted[s]
-        return self.frame.apply(np.asarray(self.X[s]))
+        return self.frame.apply(np.asarray(self.X[s]), ones=True)
+
+    def _rows(self, s) -> np.ndarray:
+        return self._tokens(s)[..., : self.n_features]
 
     def gather(self, index):
         rows = self._rows(slice(None) if index is None else index)
@@ -292,9 +301,8 @@ class ArraySource(Source):
     def blocks(self):
         """The blocks of one pass, in order (an in-memory source can be walked)."""
         for s in self._slices():
-            x = torch.from_numpy(np.ascontiguousarray(self._rows(s))).to(self.device)
-            w = None if self._w is None else self._w[s].to(self.device)
-            yield Block(x, w)
+            yield _block(self._tokens(s), None if self._w is None else self._w[s],
+                         self.device)
 
     def map_reduce(self, func, combine, *args):
         return _merge_tree([func(block, *args) for block in self.blocks()], combine)
@@ -392,7 +400,12 @@ def _delayed_tree(dask, parts, combine):
     return parts[0]
 
 
+def _block(tokens: np.ndarray, w: torch.Tensor | None, device) -> Block:
+    """The :class:`Block` of fit-frame tokens ``[x ; 1]`` (m, d + 1) and weights."""
+    t = torch.from_numpy(tokens).to(device)
+    return Block(t[:, :-1], None if w is None else w.to(device), t)
+
+
 def _dask_block(func, xb, wb, frame: Frame, device, args):
-    x = torch.from_numpy(np.ascontiguousarray(frame.apply(np.asarray(xb)))).to(device)
-    w = None if wb is None else torch.from_numpy(np.asarray(wb, dtype=np.float64)).to(device)
-    return func(Block(x, w), *args)
+    w = None if wb is None else torch.from_numpy(np.asarray(wb, dtype=np.float64))
+    return func(_block(frame.apply(np.asarray(xb), ones=True), w, device), *args)

@@ -117,10 +117,13 @@ def _with_two_rows(x: torch.Tensor) -> torch.Tensor:
 
 
 def _nearest(x: torch.Tensor, c_m2: torch.Tensor, c_sq: torch.Tensor, codes_dtype,
-             workspace: Workspace | None) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Nearest centre of rows ``x`` (p, m, d) among centres ``c_m2 = -2 c`` (p, k, d)
-    with squared norms ``c_sq`` (p, k): labels (p, m), lowest index on ties, and (up to
-    32 centres) their one-hot codes (p, k, m) in ``codes_dtype``.
+             workspace: Workspace | None, *, augmented: bool, labels: bool = True
+             ) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """Nearest centre of rows ``x`` (p, m, e) among centres ``c_m2 = -2 c`` (p, k, d)
+    with squared norms ``c_sq`` (p, k): labels (p, m), lowest index on ties (None when
+    not asked for and not needed), and (up to 32 centres) their one-hot codes
+    (p, k, m) in ``codes_dtype``. ``e`` is ``d``, or ``d + 1`` for tokens ``[x ; 1]``
+    (``augmented``), whose product with ``[-2 c ; |c|^2]`` is the distance itself.
 
     Up to 32 centres the distances ``|c|^2 - 2 x.c`` are laid out centres-major
     (p, k, m): their minimum over the centres is a vectorised reduction across rows, and
@@ -130,26 +133,34 @@ def _nearest(x: torch.Tensor, c_m2: torch.Tensor, c_sq: torch.Tensor, codes_dtyp
     p, m, _ = x.shape
     k = c_m2.shape[1]
     xx = _with_two_rows(x)
+    cc = torch.cat([c_m2, c_sq.unsqueeze(-1)], dim=-1) if augmented else c_m2
     if k > _EQ_MAX:
         out = _empty(workspace, "distances", (p, xx.shape[1], k), x.dtype, x.device)
         if p == 1:  # the 2-D product: BLAS's threads (a batch of one runs on one)
-            torch.mm(xx[0], c_m2[0].T, out=out[0])
+            torch.mm(xx[0], cc[0].T, out=out[0])
         else:
-            torch.bmm(xx, c_m2.transpose(1, 2), out=out)
-        dist = out.add_(c_sq.unsqueeze(1))[:, :m]
-        return _argmin(dist).to(x.device), None
+            torch.bmm(xx, cc.transpose(1, 2), out=out)
+        if not augmented:
+            out.add_(c_sq.unsqueeze(1))
+        return _argmin(out[:, :m]).to(x.device), None
     shape = (p, k, xx.shape[1])
-    dist = torch.bmm(c_m2, xx.transpose(1, 2),
+    dist = torch.bmm(cc, xx.transpose(1, 2),
                      out=_empty(workspace, "distances", shape, x.dtype, x.device))
-    dist = dist.add_(c_sq.unsqueeze(-1))[..., :m]
+    if not augmented:
+        dist.add_(c_sq.unsqueeze(-1))
+    dist = dist[..., :m]
     low = torch.amin(dist, 1, keepdim=True)
-    hit = torch.eq(dist, low, out=_empty(workspace, "hits", (p, k, m), torch.bool, x.device))
-    codes = _empty(workspace, "one_hot", (p, k, m), codes_dtype, x.device).copy_(hit)
+    # the comparison written straight into float codes (a bool result, then a copy,
+    # costs five times as much)
+    codes = torch.eq(dist, low, out=_empty(workspace, "one_hot", (p, k, m), codes_dtype,
+                                           x.device))
     if int(codes.sum()) != p * m:  # exact ties: the first centre only
         codes.mul_(codes.cumsum(1) == 1)
+    if not labels:
+        return None, codes
     index = torch.arange(k, dtype=codes_dtype, device=x.device).expand(p, 1, k)
-    labels = torch.bmm(index, codes).squeeze(1).round_().long()  # exact small integers
-    return labels, codes
+    lab = torch.bmm(index, codes).squeeze(1).round_().long()  # exact small integers
+    return lab, codes
 
 
 def ordered_sum(v: torch.Tensor) -> torch.Tensor:
@@ -190,13 +201,15 @@ def exact_step(
     sums_dtype: torch.dtype | None = None,
     budget: int = _BUDGET,
     one_hot: bool | None = None,
+    augmented: bool = False,
+    labels: bool = True,
     workspace: Workspace | None = None,
 ) -> StepStats:
     """One exact Lloyd step of every problem of a batch: labels, sums, masses, inertia.
 
     Parameters
     ----------
-    x : Tensor of shape (b, n, d)
+    x : Tensor of shape (b, n, d), or (b, n, d + 1) with ``augmented``
         Points; padded rows must be finite.
     c : Tensor of shape (b, k, d)
         Centres, ``x``'s dtype and device.
@@ -220,6 +233,13 @@ def exact_step(
         one-hot labels (the fastest for few clusters); False, a scatter-add of the rows
         in their order, which gives the same bits whatever the blocks and the padding;
         None, the product up to 12 clusters.
+    augmented : bool, default=False
+        ``x`` holds tokens ``[x ; 1]`` (a last column of ones): the distance product
+        with ``[-2 c ; |c|^2]`` carries the centres' norms, and the sums' product with
+        the one-hot codes the clusters' masses (two passes fewer over every block).
+    labels : bool, default=True
+        Return the labels (False: ``labels`` is None, unless the sums or the inertia
+        need them anyway).
     workspace : Workspace, default=None
         Scratch buffers to reuse (for repeated calls); None allocates.
 
@@ -249,8 +269,11 @@ def exact_step(
     >>> out.inertia
     tensor([0.5000], dtype=torch.float64)
     """
-    b, n, d = x.shape
-    k = c.shape[-2]
+    b, n, e = x.shape
+    k, d = c.shape[-2:]
+    if e != d + augmented:
+        raise ValueError(f"x has {e} columns for centres of {d} features"
+                         + (" (augmented: one more, the ones)" if augmented else "") + ".")
     sums_dtype = sums_dtype or x.dtype
     c_sq = c.square().sum(-1)
     if centre_mask is not None:
@@ -259,43 +282,50 @@ def exact_step(
     w = None if weight is None else weight.to(sums_dtype)
     if mask is not None:
         w = mask.to(sums_dtype) if w is None else w * mask
-    labels = torch.empty((b, n), dtype=torch.long, device=x.device)
-    sums = mass = None
-    if update:
-        sums = torch.zeros((b, k, d), dtype=sums_dtype, device=x.device)
-        mass = torch.zeros((b, k), dtype=sums_dtype, device=x.device)
-    total = torch.zeros(b, dtype=torch.float64, device=x.device) if inertia else None
     one_hot = k <= _ONE_HOT_MAX if one_hot is None else one_hot
+    keep = labels or inertia or (update and not (one_hot and k <= _EQ_MAX))
+    out_labels = torch.empty((b, n), dtype=torch.long, device=x.device) if keep else None
+    acc = mass = None
+    if update:  # with tokens [x ; 1], the masses are the last column of the sums
+        acc = torch.zeros((b, k, e), dtype=sums_dtype, device=x.device)
+        mass = acc[..., d] if augmented else torch.zeros((b, k), dtype=sums_dtype,
+                                                         device=x.device)
+    total = torch.zeros(b, dtype=torch.float64, device=x.device) if inertia else None
     per, rows = _chunks(b, n, k, budget)
     for p in range(0, b, per):
         P = slice(p, p + per)
         for s in range(0, n, rows):
             R = slice(s, s + rows)
             xr = x[P, R]
-            lab, codes = _nearest(xr, c_m2[P], c_sq[P], sums_dtype, workspace)
+            lab, codes = _nearest(xr, c_m2[P], c_sq[P], sums_dtype, workspace,
+                                  augmented=augmented, labels=keep)
             wr = None if w is None else w[P, R]
             if update:
-                _accumulate(sums[P], mass[P], xr, lab, codes if one_hot else None, wr,
-                            workspace)
+                _accumulate(acc[P], None if augmented else mass[P], xr, lab,
+                            codes if one_hot else None, wr, workspace)
             if inertia:
                 nearest = c[P].gather(1, lab.unsqueeze(-1).expand(-1, -1, d))
-                diff = xr - nearest
+                diff = xr[..., :d] - nearest
                 sq = (diff.square().sum(-1) if diff.dtype == torch.float64
                       else diff.square().sum(-1).double())
                 total[P] += ordered_sum(sq if wr is None else sq * wr.double())
-            if mask is not None:
-                lab = lab.masked_fill(~mask[P, R], -1)
-            labels[P, R] = lab
-    return StepStats(labels, sums, mass, total)
+            if keep:
+                if mask is not None:
+                    lab = lab.masked_fill(~mask[P, R], -1)
+                out_labels[P, R] = lab
+    sums = None if acc is None else acc[..., :d]
+    return StepStats(out_labels, sums, mass, total)
 
 
-def _accumulate(sums: torch.Tensor, mass: torch.Tensor, x: torch.Tensor, lab: torch.Tensor,
-                codes: torch.Tensor | None, w: torch.Tensor | None,
+def _accumulate(sums: torch.Tensor, mass: torch.Tensor | None, x: torch.Tensor,
+                lab: torch.Tensor | None, codes: torch.Tensor | None, w: torch.Tensor | None,
                 workspace: Workspace | None) -> None:
-    """Add the block's per-cluster sums and masses into ``sums`` (p, k, d) and ``mass``
-    (p, k), in their dtype (in place): with one-hot ``codes`` (p, k, m), one
-    (k, m) x (m, d) product per problem; without, a scatter-add of the rows in order."""
-    p, m, d = x.shape
+    """Add the block's per-cluster sums of rows ``x`` (p, m, e) into ``sums`` (p, k, e)
+    and the masses into ``mass`` (p, k) (None: the rows are tokens ``[x ; 1]``, whose
+    last column sums to the masses), in their dtype (in place): with one-hot ``codes``
+    (p, k, m), one (k, m) x (m, e) product per problem; without, a scatter-add of the
+    rows in order."""
+    p, m, e = x.shape
     k = sums.shape[1]
     if x.dtype != sums.dtype:
         x = _empty(workspace, "rows", x.shape, sums.dtype, x.device).copy_(x)
@@ -303,13 +333,16 @@ def _accumulate(sums: torch.Tensor, mass: torch.Tensor, x: torch.Tensor, lab: to
         if w is not None:
             codes = codes.mul_(w.unsqueeze(1))
         sums.baddbmm_(codes, x)
-        mass += codes.sum(-1)
+        if mass is not None:
+            mass += codes.sum(-1)
         return
     flat = (lab + k * torch.arange(p, device=x.device).unsqueeze(1)).reshape(-1)
-    values = x.reshape(-1, d)
-    if w is None:
-        mass.view(-1).add_(torch.bincount(flat, minlength=p * k).to(mass.dtype))
-    else:
+    values = x.reshape(-1, e)
+    if w is not None:
         values = values * w.reshape(-1, 1)
-        mass.view(-1).index_add_(0, flat, w.reshape(-1).to(mass.dtype))
-    sums.view(-1, d).index_add_(0, flat, values)
+    if mass is not None:
+        if w is None:
+            mass.view(-1).add_(torch.bincount(flat, minlength=p * k).to(mass.dtype))
+        else:
+            mass.view(-1).index_add_(0, flat, w.reshape(-1).to(mass.dtype))
+    sums.view(-1, e).index_add_(0, flat, values)
