@@ -100,39 +100,57 @@ def sparse_nearest(x: sp.csr_matrix, c: np.ndarray, c_sq: np.ndarray, *,
 # and centres themselves were rounded once by the frame's translation. Doubled for margin;
 # the absolute term covers products that underflow.
 _ROUNDING = 2 * np.finfo(np.float64).eps
+# Up to this many centres the distances are laid out centres-major (see _certain_labels).
+_CENTRES_MAJOR = 32
 _UNDERFLOW = 2 * np.finfo(np.float64).tiny
 
 
 def _certain_labels(expanded: np.ndarray, x_norm: np.ndarray, c_norm: np.ndarray,
-                    d: int) -> tuple[np.ndarray, np.ndarray]:
-    """The argmin of each row of ``expanded`` (m, k), ``|c|^2 - 2 x.c`` in float64, and
-    whether it is certainly the nearest centre (lowest index on ties). ``x_norm`` (m,)
-    and ``c_norm`` (k,) are the norms of the rows and centres.
+                    d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The nearest centre of each row from ``expanded``, ``|c|^2 - 2 x.c`` in float64
+    laid out centres-major (k, m) up to :data:`_CENTRES_MAJOR` centres (the reductions
+    over the centres then run across rows), rows-major (m, k) beyond; whether it is
+    certainly the nearest (lowest index on ties); and its value. ``x_norm`` (m,) and
+    ``c_norm`` (k,) are the norms of the rows and centres.
 
     The value for centre j is within ``bound_j = F (|x| + |c_j|)^2`` of the true one.
     A row is certain when the gap to its second-lowest value exceeds twice the bound of
-    the largest centre (one pass); the rows that fail that check are certain when every
-    other centre's value, less its own bound, lies above the chosen one's plus its own.
+    the largest centre; the rows that fail that check are certain when every other
+    centre's value, less its own bound, lies above the chosen one's plus its own. Exact
+    ties are never certain.
     """
     factor = (d + 8) * _ROUNDING
-    rows = np.arange(expanded.shape[0])
-    labels = expanded.argmin(axis=1)
-    best = expanded[rows, labels]
-    expanded[rows, labels] = np.inf
-    second = expanded.min(axis=1, initial=np.inf)
-    expanded[rows, labels] = best
+    k = c_norm.shape[0]
+    if k <= _CENTRES_MAJOR:
+        best = expanded.min(axis=0)
+        hit = expanded == best
+        labels = hit.argmax(axis=0)  # the first centre at the minimum
+        second = np.where(hit, np.inf, expanded).min(axis=0, initial=np.inf)
+        single = hit.sum(axis=0) == 1
+        per_row = expanded.T
+    else:
+        rows = np.arange(expanded.shape[0])
+        labels = expanded.argmin(axis=1)
+        best = expanded[rows, labels]
+        expanded[rows, labels] = np.inf
+        second = expanded.min(axis=1, initial=np.inf)  # equal to best on a tie
+        expanded[rows, labels] = best
+        single = np.ones(best.shape, dtype=bool)
+        per_row = expanded
     top = float(np.max(c_norm, initial=0.0))
-    certain = second - best > 2 * (factor * np.square(x_norm + top) + (d + 8) * _UNDERFLOW)
-    if not certain.all():
-        redo = np.flatnonzero(~certain)
+    certain = single & (second - best > 2 * (factor * np.square(x_norm + top)
+                                             + (d + 8) * _UNDERFLOW))
+    redo = np.flatnonzero(single & ~certain)
+    if redo.size:
+        rows = np.arange(redo.size)
         bound = np.square(np.add.outer(x_norm[redo], c_norm))
         bound *= factor
         bound += (d + 8) * _UNDERFLOW
-        high = best[redo] + bound[np.arange(redo.size), labels[redo]]
-        low = np.subtract(expanded[redo], bound, out=bound)
-        low[np.arange(redo.size), labels[redo]] = np.inf
+        high = best[redo] + bound[rows, labels[redo]]
+        low = np.subtract(per_row[redo], bound, out=bound)
+        low[rows, labels[redo]] = np.inf
         certain[redo] = low.min(axis=1, initial=np.inf) > high
-    return labels, certain
+    return labels, certain, best
 
 
 def _literal_labels(x: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -174,26 +192,45 @@ def _scale(c: np.ndarray) -> int:
 
 def _nearest_chunk(x: np.ndarray, centers: np.ndarray, power: int, shift: np.ndarray,
                    c_shifted: np.ndarray, c_sq: np.ndarray, c_norm: np.ndarray,
-                   buffer: np.ndarray) -> np.ndarray:
+                   w: np.ndarray | None, buffer: np.ndarray) -> tuple[np.ndarray, float]:
     """Nearest centre of float64 rows ``x`` (m, d) among ``centers`` (k, d) (user
-    frame): one matrix product on rows and centres scaled by ``2**-power`` and translated
-    by ``shift`` (``c_shifted``, with squared norms ``c_sq`` and norms ``c_norm``), and
-    the literal differences for the rows whose answer from that product is not certain
-    (a far centre made the translation coarse, or a near tie). ``buffer``: at least
-    (m, k) float64 values to work in, reused from chunk to chunk."""
+    frame), and the rows' (weighted) sum of squared distances to it.
+
+    One matrix product on rows and centres scaled by ``2**-power`` and translated by
+    ``shift`` (``c_shifted``, with squared norms ``c_sq`` and norms ``c_norm``); the
+    rows whose nearest centre is not certain from it (a far centre made the translation
+    coarse, or a near tie) are decided by their literal differences. A row's squared
+    distance is ``|x|^2`` plus its minimum where the rounding bound of that sum is
+    within 1e-9 of it, else its literal differences. ``buffer``: at least (k, m)
+    float64 values to work in, reused from chunk to chunk."""
     m, k = x.shape[0], centers.shape[0]
     xs = np.ldexp(x, -power) if power else x.copy()
     xs -= shift
-    expanded = np.matmul(xs, c_shifted.T, out=buffer[: m * k].reshape(m, k))
-    expanded *= -2.0
-    expanded += c_sq
+    if k <= _CENTRES_MAJOR:
+        expanded = np.matmul(c_shifted, xs.T, out=buffer[: m * k].reshape(k, m))
+        expanded *= -2.0
+        expanded += c_sq[:, None]
+    else:
+        expanded = np.matmul(xs, c_shifted.T, out=buffer[: m * k].reshape(m, k))
+        expanded *= -2.0
+        expanded += c_sq
     with np.errstate(over="ignore", under="ignore"):
-        x_norm = np.sqrt(np.einsum("md,md->m", xs, xs))
-        labels, certain = _certain_labels(expanded, x_norm, c_norm, x.shape[1])
+        x_sq = np.einsum("md,md->m", xs, xs)
+        x_norm = np.sqrt(x_sq)
+        labels, certain, best = _certain_labels(expanded, x_norm, c_norm, x.shape[1])
+        dist = x_sq + best
+        slack = (x.shape[1] + 8) * _ROUNDING * np.square(x_norm + np.max(c_norm))
+        exact = certain & (slack + (x.shape[1] + 8) * _UNDERFLOW <= 1e-9 * dist)
     if not certain.all():
         unsure = np.flatnonzero(~certain)
         labels[unsure] = _literal_labels(x[unsure], centers)
-    return labels
+    total = float(dist[exact] @ (w[exact] if w is not None else np.ones(int(exact.sum()))))
+    with np.errstate(over="ignore"):
+        total = float(np.ldexp(total, 2 * power))
+    if not exact.all():
+        other = np.flatnonzero(~exact)
+        total += _squares(x[other] - centers[labels[other]], None if w is None else w[other])
+    return labels, total
 
 
 def labels_inertia(
@@ -213,7 +250,8 @@ def labels_inertia(
         Each row's nearest centre by the literal differences ``x - c`` (lowest index
         on ties).
     inertia : float
-        ``sum_i w_i ||x_i - c_{label_i}||^2`` with the differences summed literally.
+        ``sum_i w_i ||x_i - c_{label_i}||^2``, each term within 1e-9 of its literal
+        value.
 
     Notes
     -----
@@ -222,9 +260,10 @@ def labels_inertia(
     far from the origin do not cancel, and a few far centres do not move the
     translation) and scaled by a power of two where the centres' magnitudes are extreme.
     A row whose answer is not certain within the rounding bound of that form is decided
-    by its literal differences to every centre. The inertia sums the literal squared
-    differences, scaled by a power of two per chunk so that they neither underflow nor
-    overflow (the sum is scaled back).
+    by its literal differences to every centre. A row's squared distance is taken from
+    the same product (``|x|^2`` plus its minimum) where that sum's rounding bound is
+    within 1e-9 of it; else from its literal differences, scaled by a power of two so
+    that they neither underflow nor overflow (the sum is scaled back).
 
     Examples
     --------
@@ -248,11 +287,11 @@ def labels_inertia(
     buffer = np.empty(rows * centers.shape[0])
     for s in range(0, X.shape[0], rows):
         x = np.asarray(X[s : s + rows], dtype=np.float64)
-        lab = labels[s : s + rows] = _nearest_chunk(x, centers, power, shift, c_shifted,
-                                                    c_sq, c_norm, buffer)
         w = None if sample_weight is None else np.asarray(sample_weight[s : s + rows],
                                                           dtype=np.float64)
-        inertia += _squares(x - centers[lab], w)
+        labels[s : s + rows], part = _nearest_chunk(x, centers, power, shift, c_shifted,
+                                                    c_sq, c_norm, w, buffer)
+        inertia += part
     return labels, inertia
 
 
@@ -281,8 +320,9 @@ def _sparse_labels_inertia(X, centers, sample_weight):
         expanded *= -2.0
         expanded += c_sq
         with np.errstate(under="ignore"):
-            lab, certain = _certain_labels(expanded, np.sqrt(sparse_row_squares(x)),
-                                           c_norm, d)
+            lab, certain, _ = _certain_labels(
+                np.ascontiguousarray(expanded.T) if k <= _CENTRES_MAJOR else expanded,
+                np.sqrt(sparse_row_squares(x)), c_norm, d)
             owner = np.repeat(np.arange(x.shape[0]), np.diff(x.indptr))
             cv = c[lab[owner], x.indices]
             on = np.bincount(owner, weights=np.square(x.data - cv), minlength=x.shape[0])
