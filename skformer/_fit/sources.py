@@ -47,6 +47,8 @@ __all__ = [
 # (some thirty tensor operations) stays small beside its arithmetic (blocks of 2**18
 # values made a step at n = 1e6, k = 10 twice as slow).
 _BLOCK_ELEMENTS = 2**20
+# Rows per chunk of the variance of an in-memory array (float64 temporaries of a few MiB).
+_VARIANCE_ROWS = 2**14
 # Blocks merged per node of the reduction tree.
 _FAN_IN = 8
 
@@ -196,6 +198,29 @@ def _summary(stats, mean: np.ndarray | None = None) -> Summary:
     return Summary(n, lo, hi, variance, mean, finite, weights)
 
 
+def _array_summary(X: np.ndarray, w: np.ndarray | None) -> Summary | None:
+    """The :class:`Summary` of an in-memory array: ``X.mean(axis=0)`` (KMeans' mean, in
+    X's dtype), whose finiteness tells X's (NaN and infinities carry into it); the
+    extremes in one pass; the variance from the rows less that mean, in float64 chunks.
+    None where the mean is not finite (the block summary then says why)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean = X.mean(axis=0)
+    if X.shape[0] == 0 or not np.all(np.isfinite(mean)):
+        return None
+    lo, hi = (v.numpy() for v in torch.aminmax(torch.from_numpy(X), dim=0))
+    offset = mean.astype(np.float64)
+    total, squares = np.zeros(X.shape[1]), np.zeros(X.shape[1])
+    for s in range(0, X.shape[0], _VARIANCE_ROWS):
+        rows = X[s : s + _VARIANCE_ROWS].astype(np.float64)
+        rows -= offset
+        total += rows.sum(axis=0)
+        squares += np.einsum("ij,ij->j", rows, rows)
+    n = X.shape[0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        variance = float(np.mean(squares / n - np.square(total / n)))
+    return Summary(n, lo, hi, variance, mean, True, WeightStats.of(w))
+
+
 def column_mean(X: np.ndarray) -> np.ndarray:
     """``X.mean(axis=0)`` as KMeans computes it (the data's dtype); in float64 where that
     overflows."""
@@ -273,6 +298,10 @@ class ArraySource(Source):
         return [slice(s, s + self.block_rows) for s in range(0, self.n_samples, self.block_rows)]
 
     def summary(self) -> Summary:
+        if self.cache:  # in memory: a few vectorised passes over the whole array
+            summary = _array_summary(self.X, self.w)
+            if summary is not None:
+                return summary
         parts = [_block_summary(np.asarray(self.X[s]), None if self.w is None else self.w[s])
                  for s in self._slices()]
         stats = _merge_tree(parts, _combine_summaries)
