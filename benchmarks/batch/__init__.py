@@ -8,9 +8,11 @@ Each batch comes twice: every problem of length ``n``, and ragged (lengths unifo
 ``[n/2, n]``; the peers have no masks and do not run there).
 
 In one process, methods alternate within each repetition, after a warm-up on a few
-problems; the table gives medians. The peers run on the first ``--peer-problems``
-problems and their time is scaled to the whole batch (linear in the number of
-problems); their inertia is compared with the loop's on those problems. Inertia is the
+problems; the table gives medians. The peers run on the whole batch where their
+temporaries (``b x n x k x d`` values) fit in 2**28 values; otherwise on its first
+problems (as many as fit, or ``--peer-problems``), their time scaled to the whole batch
+(linear in the number of problems, which flatters them: a batch runs until its slowest
+problem stops) and their inertia compared with the loop's on those problems. Inertia is the
 literal sum of squared distances of each method's own labels and centres, in float64.
 
 ``--learned`` also times ``batch_k_means(learned_starts=1)``. With a CUDA device the
@@ -36,6 +38,9 @@ from .runs import PEERS, literal_inertia, run_method
 
 __all__ = ["main", "measure", "measure_memory"]
 
+# The batched peers build (b, n, k, d) temporaries: at most this many values at once.
+_PEER_VALUES = 2**28
+
 
 def _available(name: str) -> bool:
     import importlib.util
@@ -50,7 +55,7 @@ def measure(shape, *, ragged: bool, reps: int, seed: int, peer_problems: int,
     b, n, d, k = shape
     batch = make_batch(b, n, d, k, ragged=ragged, seed=seed)
     loop_m = b if loop_problems is None else min(b, loop_problems)
-    peer_m = min(b, peer_problems)
+    peer_m = min(b, peer_problems or b, max(1, _PEER_VALUES // (n * k * d)))
     plan = {"loop": (loop_m, "cpu", {}), "joblib": (loop_m, "cpu", {}),
             "batch": (b, device, {})}
     if learned:
@@ -122,8 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-ragged", action="store_true", help="skip the ragged batches")
-    parser.add_argument("--peer-problems", type=int, default=128,
-                        help="problems the peers run on (their time is scaled to b)")
+    parser.add_argument("--peer-problems", type=int, default=None,
+                        help="at most this many problems for the peers (default: all that "
+                             "fit 2**28 values of temporaries); their time is scaled to b")
     parser.add_argument("--loop-problems", type=int, default=None,
                         help="problems the KMeans loops run on (default: all)")
     parser.add_argument("--learned", action="store_true",
@@ -141,8 +147,7 @@ def main(argv: list[str] | None = None) -> int:
               else [tuple(int(v) for v in s.split(",")) for s in args.shapes])
     print(f"# {platform.processor() or platform.machine()}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} threads, device {args.device}; medians of "
-          f"{args.reps} reps after a warm-up; peers on {args.peer_problems} problems, "
-          "scaled")
+          f"{args.reps} reps after a warm-up")
     records = []
     for shape in shapes:
         for ragged in (False,) if args.no_ragged else (False, True):
