@@ -34,6 +34,8 @@ _BUDGET = 2**20
 # Up to this many centres, a cluster's sum is one (k, rows) x (rows, d) product with the
 # rows' one-hot labels (the fastest segment sum for few clusters); beyond it, a scatter-add.
 _ONE_HOT_MAX = 12
+# A long block's one-hot sums are this many products over parts of its rows.
+_SPLIT = 4
 # Up to this many centres, the nearest centre comes from the minimum's value and an
 # equality (see _nearest); beyond it, from an argmin (NumPy's on the CPU).
 _EQ_MAX = 32
@@ -332,7 +334,16 @@ def _accumulate(sums: torch.Tensor, mass: torch.Tensor | None, x: torch.Tensor,
     if codes is not None:
         if w is not None:
             codes = codes.mul_(w.unsqueeze(1))
-        sums.baddbmm_(codes, x)
+        if p == 1 and m >= _SPLIT * 1024:
+            # One long (k, m) x (m, e) product runs on one thread (its reduction is the
+            # long axis): as _SPLIT products of a part of the rows each, summed.
+            part = m // _SPLIT
+            head = torch.bmm(codes[0, :, : part * _SPLIT].view(k, _SPLIT, part).transpose(0, 1),
+                             x[0, : part * _SPLIT].view(_SPLIT, part, e))
+            sums[0] += head.sum(0)
+            sums.baddbmm_(codes[:, :, part * _SPLIT :], x[:, part * _SPLIT :])
+        else:
+            sums.baddbmm_(codes, x)
         if mass is not None:
             mass += codes.sum(-1)
         return
