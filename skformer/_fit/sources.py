@@ -57,15 +57,16 @@ _FAN_IN = 8
 
 def grid_rows(n_samples: int, n_features: int) -> int:
     """Rows per block of every dense source: the fixed grid of rows that a Lloyd step's
-    per-block sums follow, whatever the container (about 2**22 values a block, at most
-    half the data, at least 4096 rows).
+    per-block sums follow, whatever the container (about 2**22 values a block, at least
+    4096 rows; smaller data are one block: a block costs a step a few dozen torch
+    operations).
 
     Examples
     --------
     >>> grid_rows(1_000_000, 32), grid_rows(100_000, 32), grid_rows(1000, 2)
-    (131072, 50000, 4096)
+    (131072, 100000, 4096)
     """
-    return max(4096, min(_BLOCK_ELEMENTS // max(1, n_features), n_samples // 2))
+    return max(4096, min(_BLOCK_ELEMENTS // max(1, n_features), n_samples))
 
 
 def is_dask(X) -> bool:
