@@ -6,11 +6,15 @@ Dimension legend: ``m`` rows of a chunk, ``k`` clusters, ``d`` features.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 from sklearn.utils.extmath import row_norms
 
 from .frame import UNIT_RANGE, ldexp_csr, power_of_two
+from .threads import in_order, one_blas_thread, pool
 
 __all__ = [
     "csr_rows",
@@ -20,10 +24,10 @@ __all__ = [
     "sparse_row_squares",
 ]
 
-# Rows per chunk, and their (rows, k) distances: the float64 temporaries stay within
-# the caches whatever the data size.
-_ROWS = 2**11
-_DISTANCES = 2**16
+# Rows per chunk, and their (rows, k) distances: the float64 temporaries stay a few
+# megabytes whatever the data size.
+_ROWS = 2**13
+_DISTANCES = 2**19
 # Largest (rows, k) block of sparse-dense products computed at once.
 _PRODUCTS = 2**20
 
@@ -233,6 +237,7 @@ def _nearest_chunk(x: np.ndarray, centers: np.ndarray, power: int, shift: np.nda
     return labels, total
 
 
+@one_blas_thread()
 def labels_inertia(
     X: np.ndarray, centers: np.ndarray, sample_weight: np.ndarray | None = None
 ) -> tuple[np.ndarray, float]:
@@ -281,16 +286,31 @@ def labels_inertia(
     with np.errstate(under="ignore"):
         c_sq = np.einsum("kd,kd->k", c_shifted, c_shifted)
     c_norm = np.sqrt(c_sq)
+    k = centers.shape[0]
     labels = np.empty(X.shape[0], dtype=np.int32)
-    inertia = 0.0
-    rows = max(64, min(_ROWS, _DISTANCES // centers.shape[0]))
-    buffer = np.empty(rows * centers.shape[0])
-    for s in range(0, X.shape[0], rows):
+    rows = max(64, min(_ROWS, _DISTANCES // k))
+    scratch = threading.local()
+
+    def chunk(s: int) -> float:
+        buffer = getattr(scratch, "buffer", None)
+        if buffer is None:
+            buffer = scratch.buffer = np.empty(rows * k)
         x = np.asarray(X[s : s + rows], dtype=np.float64)
         w = None if sample_weight is None else np.asarray(sample_weight[s : s + rows],
                                                           dtype=np.float64)
         labels[s : s + rows], part = _nearest_chunk(x, centers, power, shift, c_shifted,
                                                     c_sq, c_norm, w, buffer)
+        return part
+
+    # Chunks on a few threads (NumPy releases the GIL), their parts summed in order.
+    starts = range(0, X.shape[0], rows)
+    threads = min(len(starts), _openmp_effective_n_threads())
+    if threads <= 1 or threading.current_thread().name.startswith("skformer"):
+        parts = map(chunk, starts)
+    else:
+        parts = in_order(pool(threads), chunk, starts, 2 * threads)
+    inertia = 0.0
+    for part in parts:
         inertia += part
     return labels, inertia
 

@@ -30,6 +30,7 @@ from .frame import Frame, ModelFrame, ldexp_csr
 from .learned import LearnedPhase, LearnedSetup, context_indices
 from .lloyd import norms_partial, run_lloyd, same_clustering, score_partial
 from .sources import Source, sum_parts
+from .threads import one_blas_thread
 
 __all__ = ["FitResult", "FitSpec", "INIT_SAMPLE", "fit"]
 
@@ -288,6 +289,7 @@ class _Fit:
         return best
 
 
+@one_blas_thread()
 def fit(source: Source, spec: FitSpec) -> FitResult:
     """Fit k-means centres to a data source.
 

@@ -21,11 +21,6 @@ The products run on the CPU (scipy's sparse kernels) whatever the fit's device.
 
 from __future__ import annotations
 
-import collections
-import functools
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import scipy.sparse as sp
 import torch
@@ -42,6 +37,7 @@ from .assign import (
 )
 from .frame import UNIT_RANGE, Frame
 from .sources import Block, Source, Summary, WeightStats
+from .threads import in_order, pool
 
 __all__ = [
     "SparseSource",
@@ -95,30 +91,6 @@ def sparse_score(block: Block, c: torch.Tensor, other: torch.Tensor | None):
     labels2 = sparse_nearest(x, on, row_norms(on, squared=True))
     k = cn.shape[0]
     return inertia, torch.from_numpy(np.bincount(labels * k + labels2, minlength=k * k))
-
-
-def _pool(threads: int) -> ThreadPoolExecutor:
-    """A process-wide pool of ``threads`` threads, kept between passes and fits: threads
-    made anew for every pass would allocate their temporaries in fresh memory each time
-    (a fifth of a step's time at n=1e5, d=1e4). Keyed by the process too: a forked child
-    (multiprocessing, joblib) inherits the pool object but not its threads."""
-    return _process_pool(threads, os.getpid())
-
-
-@functools.lru_cache(maxsize=4)
-def _process_pool(threads: int, pid: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(threads, thread_name_prefix="skformer-sparse")
-
-
-def _in_order(pool: ThreadPoolExecutor, func, items: list, ahead: int):
-    """``func(item)`` for each item, in order, at most ``ahead`` submitted at a time."""
-    pending: collections.deque = collections.deque()
-    for item in items:
-        pending.append(pool.submit(func, item))
-        if len(pending) >= ahead:
-            yield pending.popleft().result()
-    while pending:
-        yield pending.popleft().result()
 
 
 def _column_extremes(X) -> tuple[np.ndarray, np.ndarray]:
@@ -195,7 +167,7 @@ class SparseSource(Source):
         if threads <= 1:
             parts = (func(block, *args) for block in blocks)
         else:
-            parts = _in_order(_pool(threads), lambda block: func(block, *args), blocks,
+            parts = in_order(pool(threads), lambda block: func(block, *args), blocks,
                               threads)
         result = None
         for part in parts:
