@@ -81,11 +81,25 @@ class Frame:
         >>> frame.apply(np.array([[10.0, -4.0]]))
         array([[ 1.25, -1.  ]])
         """
-        offset = lo / 2 + hi / 2 if mean is None else np.asarray(mean)
+        offset = (lo / 2 + hi / 2 if mean is None else np.asarray(mean)).astype(lo.dtype)
         with np.errstate(over="ignore", invalid="ignore"):
             top = float(np.max(np.maximum(np.abs(hi - offset), np.abs(lo - offset)),
                                initial=0.0))
-        return cls(offset.astype(lo.dtype), power_of_two(top, unit_within))
+        return cls.centred(offset, top, unit_within=unit_within)
+
+    @classmethod
+    def centred(cls, mean: np.ndarray, top: float, *,
+                unit_within: float | None = None) -> Frame:
+        """The frame translated by ``mean`` (d,) of data whose largest ``|x - mean|`` is
+        ``top`` (see :meth:`of` for ``unit_within``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> Frame.centred(np.array([5.0, 0.0]), 5.0).power
+        2
+        """
+        return cls(np.asarray(mean), power_of_two(top, unit_within))
 
     def apply(self, x: np.ndarray, *, ones: bool = False) -> np.ndarray:
         """Rows (..., d) of the user's frame in this frame (a new array, same dtype; CSR
@@ -100,7 +114,8 @@ class Frame:
         out = np.empty((*np.shape(x)[:-1], d + ones), dtype=self.offset.dtype)
         rows = out[..., :d]
         np.subtract(x, self.offset, out=rows)
-        np.ldexp(rows, -self.power, out=rows)
+        if self.power:
+            np.ldexp(rows, -self.power, out=rows)
         if ones:
             out[..., d] = 1
         return out

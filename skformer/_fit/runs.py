@@ -156,14 +156,14 @@ class _Fit:
         summary.weights.check()
         if summary.weights.unit:
             source.drop_weights()
-        self.frame = frame = Frame.of(summary.lo, summary.hi, summary.mean,
-                                      unit_within=source.unit_within)
+        self.frame = frame = summary.frame(unit_within=source.unit_within)
         source.set_frame(frame)
         self.dtype = torch.float32 if source.dtype == np.float32 else torch.float64
         with np.errstate(over="ignore", under="ignore"):
             self.tol = 0.0 if spec.tol == 0 else float(
                 np.ldexp(summary.variance, -2 * frame.power) * spec.tol)
-        self.lo, self.hi = frame.apply(summary.lo), frame.apply(summary.hi)
+        self._extremes = (None if summary.lo is None
+                          else (frame.apply(summary.lo), frame.apply(summary.hi)))
         self.phase: LearnedPhase | None = None
         self.context: np.ndarray | None = None
         self._x2: float | None = None
@@ -186,7 +186,8 @@ class _Fit:
             raise ValueError(
                 "max_context=None (every point in the learned steps' context) needs "
                 "in-memory data; set an integer max_context for dask arrays and memmaps.")
-        mframe = ModelFrame.of(self.lo, self.hi, setup.padding, self.source.device)
+        lo, hi = self._extremes or self.source.extremes()
+        mframe = ModelFrame.of(lo, hi, setup.padding, self.source.device)
         if mframe is None:
             logger.info("The data's range overflows: learned steps skipped.")
             return

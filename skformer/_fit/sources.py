@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from .assign import labels_inertia
-from .frame import Frame
+from .frame import UNIT_RANGE, Frame
 
 __all__ = [
     "ArraySource",
@@ -49,8 +49,9 @@ __all__ = [
 _BLOCK_ELEMENTS = 2**22
 # Values per part of the block summary (a memmap's, or the fallback).
 _SUMMARY_VALUES = 2**20
-# Rows per chunk of the variance of an in-memory array (float64 temporaries of a few MiB).
-_VARIANCE_ROWS = 2**14
+# Rows per block of the variance of an in-memory array: each block's sums and squares
+# are summed in the data's dtype (over at most this many terms), the blocks in float64.
+_VARIANCE_ROWS = 2**12
 # Blocks merged per node of the reduction tree.
 _FAN_IN = 8
 
@@ -135,10 +136,12 @@ class Summary:
     """What one pass over the data tells (user frame)."""
 
     n_samples: int
-    lo: np.ndarray
-    """Per-feature minimum, shape (d,), the data's dtype."""
-    hi: np.ndarray
-    """Per-feature maximum, shape (d,), the data's dtype."""
+    lo: np.ndarray | None
+    """Per-feature minimum, shape (d,), the data's dtype; None for an in-memory array
+    (the fast mode needs only ``top``; the learned phase takes the extremes of the fit
+    frame's copy, :meth:`Source.extremes`)."""
+    hi: np.ndarray | None
+    """Per-feature maximum, shape (d,), the data's dtype; None where ``lo`` is."""
     variance: float
     """Mean over features of the (unweighted) variance, float64 (KMeans' tolerance scale)."""
     mean: np.ndarray
@@ -147,6 +150,15 @@ class Summary:
     mean of the blocks, rounded to the dtype."""
     finite: bool
     weights: WeightStats
+    top: float | None = None
+    """The largest ``|x - mean|`` over rows and features, each difference rounded to the
+    data's dtype (None: from ``lo`` and ``hi``)."""
+
+    def frame(self, unit_within: float | None = None) -> Frame:
+        """The fit frame: translated by ``mean``, scaled by :meth:`Frame.of`'s rule."""
+        if self.top is not None:
+            return Frame.centred(self.mean, self.top, unit_within=unit_within)
+        return Frame.of(self.lo, self.hi, self.mean, unit_within=unit_within)
 
 
 def _merge_tree(parts: list, combine: Callable[[list], Any]):
@@ -201,27 +213,41 @@ def _summary(stats, mean: np.ndarray | None = None) -> Summary:
     return Summary(n, lo, hi, variance, mean, finite, weights)
 
 
-def _array_summary(X: np.ndarray, w: np.ndarray | None) -> Summary | None:
-    """The :class:`Summary` of an in-memory array: ``X.mean(axis=0)`` (KMeans' mean, in
-    X's dtype), whose finiteness tells X's (NaN and infinities carry into it); the
-    extremes in one pass; the variance from the rows less that mean, in float64 chunks.
-    None where the mean is not finite (the block summary then says why)."""
+def _array_summary(X: np.ndarray, w: np.ndarray | None
+                   ) -> tuple[Summary, np.ndarray] | None:
+    """The :class:`Summary` of an in-memory array, and the rows less the mean as tokens
+    ``[x - mean ; 1]`` (n, d + 1) (the fit frame's copy, up to its scale); None where the
+    mean is not finite (the block summary then says why).
+
+    ``X.mean(axis=0)`` is KMeans' mean, in X's dtype, whose finiteness tells X's (NaN and
+    infinities carry into it). Then one copy, the rows less the mean, gives the rest: its
+    largest magnitude (the frame's scale) and the variance, from the sums and squares
+    of each block of :data:`_VARIANCE_ROWS` rows (one batched product ``T^T T`` in the
+    data's dtype) summed in float64."""
     with np.errstate(over="ignore", invalid="ignore"):
         mean = X.mean(axis=0)
     if X.shape[0] == 0 or not np.all(np.isfinite(mean)):
         return None
-    lo, hi = (v.numpy() for v in torch.aminmax(torch.from_numpy(X), dim=0))
-    offset = mean.astype(np.float64)
-    total, squares = np.zeros(X.shape[1]), np.zeros(X.shape[1])
-    for s in range(0, X.shape[0], _VARIANCE_ROWS):
-        rows = X[s : s + _VARIANCE_ROWS].astype(np.float64)
-        rows -= offset
-        total += rows.sum(axis=0)
-        squares += np.einsum("ij,ij->j", rows, rows)
-    n = X.shape[0]
+    n, d = X.shape
+    tokens = np.empty((n, d + 1), dtype=X.dtype)
+    rows = tokens[:, :d]
     with np.errstate(over="ignore", invalid="ignore"):
-        variance = float(np.mean(squares / n - np.square(total / n)))
-    return Summary(n, lo, hi, variance, mean, True, WeightStats.of(w))
+        np.subtract(X, mean, out=rows)
+    tokens[:, d] = 1
+    top = float(max(-rows.min(initial=0.0), rows.max(initial=0.0)))
+    if not np.isfinite(top):  # the differences overflow: the block summary
+        return None
+    whole, rest = divmod(n, _VARIANCE_ROWS)
+    t = torch.from_numpy(tokens)
+    blocks = t[: whole * _VARIANCE_ROWS].view(whole, _VARIANCE_ROWS, d + 1)
+    gram = torch.bmm(blocks.transpose(1, 2), blocks).double().sum(0)
+    if rest:
+        tail = t[whole * _VARIANCE_ROWS :]
+        gram += (tail.T @ tail).double()
+    g = gram.numpy()
+    with np.errstate(over="ignore", invalid="ignore"):
+        variance = float(np.mean(np.diagonal(g)[:d] / n - np.square(g[d, :d] / n)))
+    return Summary(n, None, None, variance, mean, True, WeightStats.of(w), top), tokens
 
 
 def column_mean(X: np.ndarray) -> np.ndarray:
@@ -245,8 +271,10 @@ class Source(ABC):
     in_memory: bool = False
     """Whether :meth:`gather` of all rows is cheap (the data are held in memory): the
     initialisation then runs on every row, as KMeans'."""
-    unit_within: float | None = None
-    """See :meth:`Frame.of`: None (dense data) always scales to a power of two."""
+    unit_within: float | None = UNIT_RANGE
+    """See :meth:`Frame.of`: data whose largest ``|x - mean|`` lies within ``[2**-32,
+    2**32]`` keep the scale 1 (no pass to scale a copy; a power of two rescales every
+    float exactly, so the scale changes no result), others are scaled to ``[1, 2)``."""
 
     @abstractmethod
     def summary(self) -> Summary:
@@ -301,9 +329,12 @@ class ArraySource(Source):
         return [slice(s, s + self.block_rows) for s in range(0, self.n_samples, self.block_rows)]
 
     def summary(self) -> Summary:
+        self._centred = None
         if self.cache:  # in memory: a few vectorised passes over the whole array
-            summary = _array_summary(self.X, self.w)
-            if summary is not None:
+            found = _array_summary(self.X, self.w)
+            if found is not None:
+                summary, tokens = found
+                self._centred = (tokens, summary.mean)
                 return summary
         # In parts of about 2**20 values (its float64 temporaries stay small beside a
         # memmap's block), independent of the grid of the Lloyd steps.
@@ -316,8 +347,23 @@ class ArraySource(Source):
 
     def set_frame(self, frame: Frame) -> None:
         super().set_frame(frame)
-        # The fit-frame copy, as tokens [x ; 1] (one column more than X).
-        self._fitted = frame.apply(self.X, ones=True) if self.cache else None
+        # The fit-frame copy, as tokens [x ; 1] (one column more than X): the summary's
+        # rows less the mean, scaled in place, where the frame translates by that mean.
+        centred, self._centred = getattr(self, "_centred", None), None
+        if not self.cache:
+            self._fitted = None
+        elif centred is not None and np.array_equal(frame.offset, centred[1]):
+            if frame.power:
+                rows = centred[0][:, : self.n_features]
+                np.ldexp(rows, -frame.power, out=rows)
+            self._fitted = centred[0]
+        else:
+            self._fitted = frame.apply(self.X, ones=True)
+
+    def extremes(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-feature minimum and maximum in the fit frame (of the cached copy)."""
+        rows = self._fitted[:, : self.n_features]
+        return rows.min(axis=0), rows.max(axis=0)
 
     def _tokens(self, s) -> np.ndarray:
         """Rows ``s`` in the fit frame as tokens ``[x ; 1]`` (m, d + 1)."""
