@@ -87,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="n_init of both estimators (default: 1)")
     parser.add_argument("--learned-starts", type=int, default=0,
                         help="TransformerKMeans' learned_starts (default: 0, as the estimator)")
+    parser.add_argument("--kmeans-blas-threads", type=int, default=None,
+                        help="hold NumPy's BLAS to this many threads while KMeans fits "
+                             "(default: as a user calls KMeans; skformer holds it to one "
+                             "thread in its own fits)")
     parser.add_argument("--device", choices=DEVICES, default="cpu",
                         help="TransformerKMeans' device (default: cpu)")
     parser.add_argument("--no-table", action="store_true",
@@ -119,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# {machine['device_name']} ({device}), {machine['cpu_count']} CPUs, torch "
           f"{machine['torch']} ({machine['threads']} threads), scikit-learn "
           f"{machine['sklearn']}; {args.seeds} seeds, n_init={args.n_init}, "
-          f"learned_starts={args.learned_starts}")
+          f"learned_starts={args.learned_starts}, KMeans' BLAS threads: "
+          f"{args.kmeans_blas_threads or 'as called'}")
     records: list[Record] = []
     try:
         if not args.no_table:
@@ -128,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                                     cluster_std=args.cluster_std, seed=args.data_seed,
                                     dtype=np.dtype(args.dtype)):
                 new = compare(ds, seeds, n_init=args.n_init, device=device,
-                              learned_starts=args.learned_starts)
+                              learned_starts=args.learned_starts,
+                              kmeans_blas_threads=args.kmeans_blas_threads)
                 records.extend(new)
                 print(format_summary(summarise(new)).splitlines()[-1], flush=True)
                 payload["records"] = [asdict(r) for r in records]

@@ -124,18 +124,26 @@ def _estimators(k: int, seed: int, n_init, device: str, **ours) -> dict:
     }
 
 
-def _timed_fit(estimator, X) -> float:
-    start = time.perf_counter()
-    estimator.fit(X)
-    return 1e3 * (time.perf_counter() - start)
+def _timed_fit(estimator, X, blas_threads: int | None = None) -> float:
+    """Milliseconds of ``estimator.fit(X)``; with ``blas_threads``, NumPy's BLAS held to
+    that many threads during the fit (threadpoolctl)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(blas_threads, user_api="blas"):
+        start = time.perf_counter()
+        estimator.fit(X)
+        return 1e3 * (time.perf_counter() - start)
 
 
 def compare(dataset: Dataset, seeds: Sequence[int], *, n_init=1, device: str = "cpu",
-            warmup: bool = True, learned_starts: int = 0) -> list[Record]:
+            warmup: bool = True, learned_starts: int = 0,
+            kmeans_blas_threads: int | None = None) -> list[Record]:
     """Fit KMeans and TransformerKMeans on ``dataset`` once per seed; one record each.
 
     KMeans goes first for even positions in ``seeds``, TransformerKMeans for odd ones.
     With ``warmup``, one untimed fit of each (first seed) precedes the timed ones.
+    ``kmeans_blas_threads`` holds NumPy's BLAS to that many threads while KMeans fits
+    (None: as a user calls it; skformer holds it to one thread during its own fits).
     TransformerKMeans never pretrains here: a shape without a stored model raises
     :class:`LookupError`. Both inertias are the k-means objective of the estimator's
     ``cluster_centers_``, evaluated by one float64 function
@@ -155,7 +163,9 @@ def compare(dataset: Dataset, seeds: Sequence[int], *, n_init=1, device: str = "
     for i, seed in enumerate(seeds):
         ests = _estimators(k, seed, n_init, device, learned_starts=learned_starts)
         order = ("kmeans", "ours") if i % 2 == 0 else ("ours", "kmeans")
-        ms = {name: _timed_fit(ests[name], X) for name in order}
+        ms = {name: _timed_fit(ests[name], X,
+                               kmeans_blas_threads if name == "kmeans" else None)
+              for name in order}
         km, ours = ests["kmeans"], ests["ours"]
         inertia = [labels_inertia(X, est.cluster_centers_)[1] for est in (km, ours)]
         records.append(Record(

@@ -27,7 +27,7 @@ __all__ = [
 # Rows per chunk, and their (rows, k) distances: the float64 temporaries stay a few
 # megabytes whatever the data size.
 _ROWS = 2**13
-_DISTANCES = 2**19
+_DISTANCES = 2**18
 # Largest (rows, k) block of sparse-dense products computed at once.
 _PRODUCTS = 2**20
 
@@ -308,7 +308,7 @@ def labels_inertia(
     if threads <= 1 or threading.current_thread().name.startswith("skformer"):
         parts = map(chunk, starts)
     else:
-        parts = in_order(pool(threads), chunk, starts, 2 * threads)
+        parts = in_order(pool(threads), chunk, starts, threads)
     inertia = 0.0
     for part in parts:
         inertia += part

@@ -3,10 +3,12 @@
 Dimension legend: ``n`` samples, ``d`` features, ``k`` clusters.
 
 :class:`Frame` (every fit): the data translated by their per-feature mean (the one
-KMeans centres by, so k-means++ draws KMeans' centres) and scaled by a power of two. A
-translation and one global scale preserve the k-means problem; a power of two rescales
-every float exactly, so squared distances neither overflow nor underflow whatever the
-data's units. (Without a mean, :meth:`Frame.of` takes the midpoint of the range.)
+KMeans centres by, so k-means++ draws KMeans' centres) and, where the largest magnitude
+lies outside ``[2**-32, 2**32]`` (a fit source's ``unit_within``), scaled by a power of two
+into ``[1, 2)``. A translation and one global scale preserve the k-means problem; a power
+of two rescales every float exactly (it changes no result), so squared distances neither
+overflow nor underflow whatever the data's units. (Without a mean, :meth:`Frame.of`
+takes the midpoint of the range.)
 
 :class:`ModelFrame` (learned steps): the fit frame mapped into the box the learned
 model was trained in, ``[0, 1]^d`` up to one global scale (the largest range), with
@@ -69,8 +71,8 @@ class Frame:
         ``mean`` (default: the midpoint of the range).
 
         ``unit_within``: keep the scale 1 when the largest magnitude lies within
-        ``[1 / unit_within, unit_within]`` (the sparse frame: no copy of the values where
-        their squares can neither overflow nor underflow).
+        ``[1 / unit_within, unit_within]`` (what the fit sources ask: no pass to scale
+        the values where their squares can neither overflow nor underflow).
 
         Examples
         --------
