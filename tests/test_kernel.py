@@ -114,3 +114,21 @@ def test_labels_only():
     x = torch.tensor([[[0.0], [3.0]]])
     out = exact_step(x, torch.tensor([[[1.0], [4.0]]]), update=False)
     assert out.labels.tolist() == [[0, 1]] and out.sums is None and out.mass is None
+
+
+def test_beyond_64_centres_the_argmin_in_parts_is_the_reference(global_random_seed, monkeypatch):
+    # Beyond 64 centres the nearest centre is an argmin, on torch's threads in parts of
+    # rows where there are many: the same labels (first index on ties) as one argmin.
+    import skformer.nn.kernel as kernel
+
+    rng = np.random.default_rng(global_random_seed)
+    x = torch.from_numpy(rng.normal(size=(1, 3000, 5)))
+    c = x[:, rng.choice(3000, 90, replace=False)].clone()
+    c[0, 50] = c[0, 7]  # an exact tie: centre 7 wins
+    monkeypatch.setattr(kernel, "_ARGMIN_ROWS", 256)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 3)
+    out = exact_step(x, c)
+    ref, labels = reference_step(x[0].numpy(), c[0].numpy())
+    np.testing.assert_array_equal(out.labels[0].numpy(), labels)
+    assert not (out.labels == 50).any()
+    np.testing.assert_allclose(out.centres(c)[0].numpy(), ref, rtol=1e-12, atol=1e-12)

@@ -13,8 +13,9 @@ import scipy.sparse as sp
 from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 from sklearn.utils.extmath import row_norms
 
+from ..nn.threads import in_order, pool
 from .frame import UNIT_RANGE, ldexp_csr, power_of_two
-from .threads import in_order, one_blas_thread, pool
+from .threads import one_blas_thread
 
 __all__ = [
     "csr_rows",

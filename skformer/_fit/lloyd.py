@@ -98,10 +98,10 @@ def lloyd_partial(block: Block, c: torch.Tensor) -> LloydStats:
 
 
 def _finish(c: torch.Tensor, stats: LloydStats) -> torch.Tensor:
+    """Each cluster's mean (float64 sums over masses, rounded to ``c``'s dtype), or its
+    centre in ``c`` where its mass is 0 (whose 0/0 the choice discards)."""
     mass = stats.mass.to(c.device).unsqueeze(-1)
-    sums = stats.sums.to(c.device)
-    new = sums / torch.where(mass > 0, mass, 1.0)
-    return torch.where(mass > 0, new.to(c.dtype), c)
+    return torch.where(mass > 0, (stats.sums.to(c.device) / mass).to(c.dtype), c)
 
 
 @torch.no_grad()
@@ -163,7 +163,8 @@ def run_lloyd(source: Source, c: torch.Tensor, max_iter: int, tol: float, *,
             new, stats = lloyd_step(source, c, model)
             shift = float((new.double() - c.double()).square().sum())
             c = new
-            logger.info("Iteration %d, centre shift %.6g.", i, to_user(shift))
+            if logger.isEnabledFor(logging.INFO):
+                logger.info("Iteration %d, centre shift %.6g.", i, to_user(shift))
             if previous is not None and torch.equal(stats.mass, previous.mass) \
                     and torch.equal(stats.sums, previous.sums):
                 logger.info("Converged at iteration %d: strict convergence.", i)

@@ -28,6 +28,7 @@ from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 from sklearn.utils.extmath import row_norms
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
+from ..nn.threads import in_order, pool
 from .assign import (
     csr_rows,
     labels_inertia,
@@ -37,7 +38,6 @@ from .assign import (
 )
 from .frame import UNIT_RANGE, Frame
 from .sources import Block, Source, Summary, WeightStats
-from .threads import in_order, pool
 
 __all__ = [
     "SparseSource",

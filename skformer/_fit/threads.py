@@ -1,5 +1,4 @@
-"""Threads: one BLAS thread while a fit or an assignment runs (as KMeans' Lloyd loop
-does), and the pool of threads that blocks of NumPy and SciPy work run on.
+"""One BLAS thread while a fit or an assignment runs (as KMeans' Lloyd loop does).
 
 NumPy's BLAS (OpenBLAS in NumPy's and SciPy's wheels) keeps its worker threads
 spinning for a while after each multi-threaded call, waiting for the next. A fit's
@@ -14,13 +13,10 @@ from more BLAS threads, so the whole fit, ``predict`` and ``score`` run with one
 
 from __future__ import annotations
 
-import collections
 import functools
-import os
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
-__all__ = ["in_order", "one_blas_thread", "pool"]
+__all__ = ["one_blas_thread"]
 
 
 @functools.cache
@@ -45,33 +41,3 @@ def one_blas_thread():
     """
     with _controller().limit(limits=1, user_api="blas"):
         yield
-
-
-def pool(threads: int) -> ThreadPoolExecutor:
-    """A process-wide pool of ``threads`` threads, kept between passes and fits: threads
-    made anew for every pass would allocate their temporaries in fresh memory each time
-    (a fifth of a step's time at n=1e5, d=1e4). Keyed by the process too: a forked child
-    (multiprocessing, joblib) inherits the pool object but not its threads."""
-    return _process_pool(threads, os.getpid())
-
-
-@functools.lru_cache(maxsize=4)
-def _process_pool(threads: int, pid: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(threads, thread_name_prefix="skformer")
-
-
-def in_order(executor: ThreadPoolExecutor, func, items: list, ahead: int):
-    """``func(item)`` for each item, in order, at most ``ahead`` submitted at a time.
-
-    Examples
-    --------
-    >>> list(in_order(pool(2), lambda v: v * v, [1, 2, 3], ahead=2))
-    [1, 4, 9]
-    """
-    pending: collections.deque = collections.deque()
-    for item in items:
-        pending.append(executor.submit(func, item))
-        if len(pending) >= ahead:
-            yield pending.popleft().result()
-    while pending:
-        yield pending.popleft().result()

@@ -1,0 +1,41 @@
+"""A process-wide pool of threads for work that releases the GIL (NumPy, SciPy), and
+an in-order map over it."""
+
+from __future__ import annotations
+
+import collections
+import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+__all__ = ["in_order", "pool"]
+
+
+def pool(threads: int) -> ThreadPoolExecutor:
+    """A process-wide pool of ``threads`` threads, kept between passes and fits: threads
+    made anew for every pass would allocate their temporaries in fresh memory each time
+    (a fifth of a step's time at n=1e5, d=1e4). Keyed by the process too: a forked child
+    (multiprocessing, joblib) inherits the pool object but not its threads."""
+    return _process_pool(threads, os.getpid())
+
+
+@functools.lru_cache(maxsize=4)
+def _process_pool(threads: int, pid: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(threads, thread_name_prefix="skformer")
+
+
+def in_order(executor: ThreadPoolExecutor, func, items: list, ahead: int):
+    """``func(item)`` for each item, in order, at most ``ahead`` submitted at a time.
+
+    Examples
+    --------
+    >>> list(in_order(pool(2), lambda v: v * v, [1, 2, 3], ahead=2))
+    [1, 4, 9]
+    """
+    pending: collections.deque = collections.deque()
+    for item in items:
+        pending.append(executor.submit(func, item))
+        if len(pending) >= ahead:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
