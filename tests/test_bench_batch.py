@@ -44,3 +44,12 @@ def test_a_tiny_run_writes_its_records(tmp_path, capsys):
         assert r["batch_speedup"] > 0 and r["batch_inertia_ratio"] > 0
         assert r["best_loop_s"] == min(r["loop_s"], r["joblib_s"])
     assert "| (8, 30, 2, 3) | no |" in capsys.readouterr().out
+
+
+def test_no_peers_runs_the_loops_and_the_batch_only(tmp_path):
+    out = tmp_path / "batch.json"
+    assert main(["--shapes", "8,30,2,3", "--reps", "1", "--no-ragged", "--no-peers",
+                 "--out", str(out)]) == 0
+    (record,) = json.loads(out.read_text())["records"]
+    assert not any(key.startswith(("torch_kmeans", "fast_pytorch")) for key in record)
+    assert record["batch_speedup"] > 0

@@ -116,3 +116,21 @@ def test_peak_memory_in_a_fresh_process():
     record = vk.peak_memory("ours", n=20_000, d=32, k=10)
     assert record.x_nbytes == 20_000 * 32 * 4 and record.method in ("VmHWM", "ru_maxrss")
     assert record.peak_bytes > 0 and record.over_x == record.peak_bytes / record.x_nbytes
+
+
+def test_kmeans_can_be_timed_on_one_blas_thread(monkeypatch):
+    # --kmeans-blas-threads: KMeans' fit runs under threadpoolctl's limit, ours as it is.
+    import threadpoolctl
+
+    seen = []
+    original = threadpoolctl.threadpool_limits
+
+    def spy(limits=None, user_api=None):
+        seen.append((limits, user_api))
+        return original(limits=limits, user_api=user_api)
+
+    monkeypatch.setattr(threadpoolctl, "threadpool_limits", spy)
+    records = vk.compare(vk.load_bundled("iris"), [0], n_init=1, device="cpu", warmup=False,
+                         kmeans_blas_threads=1)
+    assert sorted(seen, key=str) == [(1, "blas"), (None, "blas")]
+    assert records[0].inertia_ratio == pytest.approx(1.0)

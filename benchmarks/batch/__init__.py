@@ -49,7 +49,8 @@ def _available(name: str) -> bool:
 
 
 def measure(shape, *, ragged: bool, reps: int, seed: int, peer_problems: int,
-            loop_problems: int | None, learned: bool, device: str) -> dict:
+            loop_problems: int | None, learned: bool, device: str,
+            peers: bool = True) -> dict:
     """Median times and mean inertias of every method on one batch (see the module
     docstring). Times are seconds for the whole batch."""
     b, n, d, k = shape
@@ -60,7 +61,7 @@ def measure(shape, *, ragged: bool, reps: int, seed: int, peer_problems: int,
             "batch": (b, device, {})}
     if learned:
         plan["batch_learned"] = (b, device, {"learned_starts": 1})
-    if not ragged:
+    if peers and not ragged:
         plan.update({name: (peer_m, device, {}) for name in PEERS if _available(name)})
     times: dict[str, list[float]] = {name: [] for name in plan}
     inertia: dict[str, np.ndarray] = {}
@@ -130,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-problems", type=int, default=None,
                         help="at most this many problems for the peers (default: all that "
                              "fit 2**28 values of temporaries); their time is scaled to b")
+    parser.add_argument("--no-peers", action="store_true",
+                        help="skip torch_kmeans and fast-pytorch-kmeans")
     parser.add_argument("--loop-problems", type=int, default=None,
                         help="problems the KMeans loops run on (default: all)")
     parser.add_argument("--learned", action="store_true",
@@ -154,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             records.append(measure(shape, ragged=ragged, reps=args.reps, seed=args.seed,
                                    peer_problems=args.peer_problems,
                                    loop_problems=args.loop_problems, learned=args.learned,
-                                   device=args.device))
+                                   device=args.device, peers=not args.no_peers))
             print_table(records[-1:], header=len(records) == 1)
     memory = measure_memory() if args.memory else None
     if memory is not None:
