@@ -135,3 +135,21 @@ def test_callable_init_errors_show_the_users_values(estimator, returned, match):
 
     with pytest.raises(ValueError, match=match):
         getattr(skformer, estimator)(2, init=init, n_init=1).fit(X)
+
+
+@pytest.mark.parametrize("dtype, power", [(np.float32, 66), (np.float32, -66),
+                                           (np.float64, 520)])
+def test_a_power_of_two_changes_no_fit(dtype, power):
+    # Data scaled by 2**power (squares beyond the dtype's range at 2**66 in float32):
+    # the same labels, iterations and scaled centres, and a finite tolerance.
+    from skformer import ExactLloydTransformer
+
+    rng = np.random.default_rng(0)
+    X = (rng.normal(size=(600, 3)) + np.repeat(rng.normal(size=(3, 3)) * 4, 200, 0))
+    X = X.astype(dtype)
+    init = X[[0, 200, 400]]
+    a = ExactLloydTransformer(3, init=init, n_init=1).fit(X)
+    b = ExactLloydTransformer(3, init=np.ldexp(init, power), n_init=1).fit(np.ldexp(X, power))
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    assert a.n_iter_ == b.n_iter_ > 1
+    np.testing.assert_array_equal(np.ldexp(a.cluster_centers_, power), b.cluster_centers_)

@@ -161,7 +161,8 @@ class _Fit:
         self.dtype = torch.float32 if source.dtype == np.float32 else torch.float64
         with np.errstate(over="ignore", under="ignore"):
             self.tol = 0.0 if spec.tol == 0 else float(
-                np.ldexp(summary.variance, -2 * frame.power) * spec.tol)
+                np.ldexp(summary.variance, 2 * (summary.variance_power - frame.power))
+                * spec.tol)
         self._extremes = (None if summary.lo is None
                           else (frame.apply(summary.lo), frame.apply(summary.hi)))
         self.phase: LearnedPhase | None = None

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from .assign import labels_inertia
-from .frame import UNIT_RANGE, Frame
+from .frame import UNIT_RANGE, Frame, power_of_two
 
 __all__ = [
     "ArraySource",
@@ -139,11 +139,12 @@ class Summary:
     lo: np.ndarray | None
     """Per-feature minimum, shape (d,), the data's dtype; None for an in-memory array
     (the fast mode needs only ``top``; the learned phase takes the extremes of the fit
-    frame's copy, :meth:`Source.extremes`)."""
+    frame's copy, :meth:`ArraySource.extremes`)."""
     hi: np.ndarray | None
     """Per-feature maximum, shape (d,), the data's dtype; None where ``lo`` is."""
     variance: float
-    """Mean over features of the (unweighted) variance, float64 (KMeans' tolerance scale)."""
+    """Mean over features of the (unweighted) variance, float64 (KMeans' tolerance scale),
+    in units of ``2**(2 * variance_power)``."""
     mean: np.ndarray
     """Per-feature mean, shape (d,), the data's dtype: for a NumPy array (or memmap)
     exactly ``X.mean(axis=0)``, which KMeans centres by; for a dask array the float64
@@ -153,6 +154,9 @@ class Summary:
     top: float | None = None
     """The largest ``|x - mean|`` over rows and features, each difference rounded to the
     data's dtype (None: from ``lo`` and ``hi``)."""
+    variance_power: int = 0
+    """``variance`` is the data's times ``2**(-2 * variance_power)`` (kept in the fit
+    frame's scale, where data near 1e200 have a finite variance)."""
 
     def frame(self, unit_within: float | None = None) -> Frame:
         """The fit frame: translated by ``mean``, scaled by :meth:`Frame.of`'s rule."""
@@ -213,17 +217,19 @@ def _summary(stats, mean: np.ndarray | None = None) -> Summary:
     return Summary(n, lo, hi, variance, mean, finite, weights)
 
 
-def _array_summary(X: np.ndarray, w: np.ndarray | None
-                   ) -> tuple[Summary, np.ndarray] | None:
-    """The :class:`Summary` of an in-memory array, and the rows less the mean as tokens
-    ``[x - mean ; 1]`` (n, d + 1) (the fit frame's copy, up to its scale); None where the
-    mean is not finite (the block summary then says why).
+def _array_summary(X: np.ndarray, w: np.ndarray | None, unit_within: float | None
+                   ) -> tuple[Summary, np.ndarray, int] | None:
+    """The :class:`Summary` of an in-memory array; the rows less the mean, scaled by
+    ``2**-power``, as tokens ``[(x - mean) 2**-power ; 1]`` (n, d + 1); and ``power``,
+    :func:`~skformer._fit.frame.power_of_two` of their largest magnitude with
+    ``unit_within`` (the fit frame's scale: the tokens are the fit frame's copy). None
+    where the mean is not finite (the block summary then says why).
 
     ``X.mean(axis=0)`` is KMeans' mean, in X's dtype, whose finiteness tells X's (NaN and
     infinities carry into it). Then one copy, the rows less the mean, gives the rest: its
-    largest magnitude (the frame's scale) and the variance, from the sums and squares
-    of each block of :data:`_VARIANCE_ROWS` rows (one batched product ``T^T T`` in the
-    data's dtype) summed in float64."""
+    largest magnitude and, once scaled (so no square overflows), the variance, from the
+    sums and squares of each block of :data:`_VARIANCE_ROWS` rows (one batched product
+    ``T^T T`` in the data's dtype) summed in float64."""
     with np.errstate(over="ignore", invalid="ignore"):
         mean = X.mean(axis=0)
     if X.shape[0] == 0 or not np.all(np.isfinite(mean)):
@@ -237,6 +243,9 @@ def _array_summary(X: np.ndarray, w: np.ndarray | None
     top = float(max(-rows.min(initial=0.0), rows.max(initial=0.0)))
     if not np.isfinite(top):  # the differences overflow: the block summary
         return None
+    power = power_of_two(top, unit_within)
+    if power:
+        np.ldexp(rows, -power, out=rows)
     whole, rest = divmod(n, _VARIANCE_ROWS)
     t = torch.from_numpy(tokens)
     blocks = t[: whole * _VARIANCE_ROWS].view(whole, _VARIANCE_ROWS, d + 1)
@@ -247,7 +256,8 @@ def _array_summary(X: np.ndarray, w: np.ndarray | None
     g = gram.numpy()
     with np.errstate(over="ignore", invalid="ignore"):
         variance = float(np.mean(np.diagonal(g)[:d] / n - np.square(g[d, :d] / n)))
-    return Summary(n, None, None, variance, mean, True, WeightStats.of(w), top), tokens
+    summary = Summary(n, None, None, variance, mean, True, WeightStats.of(w), top, power)
+    return summary, tokens, power
 
 
 def column_mean(X: np.ndarray) -> np.ndarray:
@@ -331,10 +341,10 @@ class ArraySource(Source):
     def summary(self) -> Summary:
         self._centred = None
         if self.cache:  # in memory: a few vectorised passes over the whole array
-            found = _array_summary(self.X, self.w)
+            found = _array_summary(self.X, self.w, self.unit_within)
             if found is not None:
-                summary, tokens = found
-                self._centred = (tokens, summary.mean)
+                summary, tokens, power = found
+                self._centred = (tokens, summary.mean, power)
                 return summary
         # In parts of about 2**20 values (its float64 temporaries stay small beside a
         # memmap's block), independent of the grid of the Lloyd steps.
@@ -348,15 +358,17 @@ class ArraySource(Source):
     def set_frame(self, frame: Frame) -> None:
         super().set_frame(frame)
         # The fit-frame copy, as tokens [x ; 1] (one column more than X): the summary's
-        # rows less the mean, scaled in place, where the frame translates by that mean.
+        # rows less the mean, rescaled in place if need be, where the frame translates
+        # by that mean.
         centred, self._centred = getattr(self, "_centred", None), None
         if not self.cache:
             self._fitted = None
         elif centred is not None and np.array_equal(frame.offset, centred[1]):
-            if frame.power:
-                rows = centred[0][:, : self.n_features]
-                np.ldexp(rows, -frame.power, out=rows)
-            self._fitted = centred[0]
+            tokens, _, power = centred
+            if frame.power != power:
+                rows = tokens[:, : self.n_features]
+                np.ldexp(rows, power - frame.power, out=rows)
+            self._fitted = tokens
         else:
             self._fitted = frame.apply(self.X, ones=True)
 
