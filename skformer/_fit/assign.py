@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 from sklearn.utils.extmath import row_norms
 
-from ..nn.threads import in_order, pool
+from ..nn.threads import ordered_map
 from .frame import UNIT_RANGE, ldexp_csr, power_of_two
 from .threads import one_blas_thread
 
@@ -305,13 +305,8 @@ def labels_inertia(
 
     # Chunks on a few threads (NumPy releases the GIL), their parts summed in order.
     starts = range(0, X.shape[0], rows)
-    threads = min(len(starts), _openmp_effective_n_threads())
-    if threads <= 1 or threading.current_thread().name.startswith("skformer"):
-        parts = map(chunk, starts)
-    else:
-        parts = in_order(pool(threads), chunk, starts, threads)
     inertia = 0.0
-    for part in parts:
+    for part in ordered_map(chunk, starts, min(len(starts), _openmp_effective_n_threads())):
         inertia += part
     return labels, inertia
 

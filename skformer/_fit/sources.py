@@ -330,6 +330,8 @@ class ArraySource(Source):
         self.in_memory = cache
         self.block_rows = block_rows or grid_rows(*X.shape)
         self._fitted: np.ndarray | None = None
+        # The summary's centred copy (tokens, mean, power) until set_frame takes it.
+        self._centred: tuple | None = None
         self._w = None if w is None else torch.from_numpy(np.asarray(w, dtype=np.float64))
 
     def drop_weights(self) -> None:
@@ -360,7 +362,7 @@ class ArraySource(Source):
         # The fit-frame copy, as tokens [x ; 1] (one column more than X): the summary's
         # rows less the mean, rescaled in place if need be, where the frame translates
         # by that mean.
-        centred, self._centred = getattr(self, "_centred", None), None
+        centred, self._centred = self._centred, None
         if not self.cache:
             self._fitted = None
         elif centred is not None and np.array_equal(frame.offset, centred[1]):

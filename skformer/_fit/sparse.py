@@ -28,7 +28,7 @@ from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 from sklearn.utils.extmath import row_norms
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
-from ..nn.threads import in_order, pool
+from ..nn.threads import ordered_map
 from .assign import (
     csr_rows,
     labels_inertia,
@@ -163,12 +163,8 @@ class SparseSource(Source):
         # as they come (the same sums in the same order every time), with at most one
         # block per thread in flight (a Lloyd partial is n_clusters x n_features).
         blocks = list(self.blocks())
-        threads = min(len(blocks), _openmp_effective_n_threads())
-        if threads <= 1:
-            parts = (func(block, *args) for block in blocks)
-        else:
-            parts = in_order(pool(threads), lambda block: func(block, *args), blocks,
-                              threads)
+        parts = ordered_map(lambda block: func(block, *args), blocks,
+                            min(len(blocks), _openmp_effective_n_threads()))
         result = None
         for part in parts:
             result = part if result is None else combine([result, part])

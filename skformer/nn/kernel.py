@@ -22,13 +22,12 @@ them is computed and then given weight 0.
 from __future__ import annotations
 
 import math
-import threading
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
-from .threads import in_order, pool
+from .threads import ordered_map
 
 __all__ = ["StepStats", "Workspace", "exact_step", "ordered_sum"]
 
@@ -120,7 +119,7 @@ def _argmin(dist: torch.Tensor) -> torch.Tensor:
         return torch.min(dist, dim=-1).indices
     values = dist.numpy()
     threads = min(torch.get_num_threads(), values[..., 0].size // _ARGMIN_ROWS)
-    if threads <= 1 or threading.current_thread().name.startswith("skformer"):
+    if threads <= 1:
         return torch.from_numpy(values.argmin(-1))
     flat = values.reshape(-1, values.shape[-1])
     out = np.empty(flat.shape[0], dtype=np.int64)
@@ -129,7 +128,8 @@ def _argmin(dist: torch.Tensor) -> torch.Tensor:
     def part(s: int) -> None:
         np.argmin(flat[s : s + step], axis=-1, out=out[s : s + step])
 
-    list(in_order(pool(threads), part, range(0, flat.shape[0], step), threads))
+    for _ in ordered_map(part, range(0, flat.shape[0], step), threads):
+        pass
     return torch.from_numpy(out.reshape(values.shape[:-1]))
 
 

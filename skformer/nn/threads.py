@@ -6,9 +6,12 @@ from __future__ import annotations
 import collections
 import functools
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["in_order", "pool"]
+__all__ = ["in_order", "ordered_map", "pool"]
+
+_PREFIX = "skformer"
 
 
 def pool(threads: int) -> ThreadPoolExecutor:
@@ -21,7 +24,7 @@ def pool(threads: int) -> ThreadPoolExecutor:
 
 @functools.lru_cache(maxsize=4)
 def _process_pool(threads: int, pid: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(threads, thread_name_prefix="skformer")
+    return ThreadPoolExecutor(threads, thread_name_prefix=_PREFIX)
 
 
 def in_order(executor: ThreadPoolExecutor, func, items: list, ahead: int):
@@ -39,3 +42,19 @@ def in_order(executor: ThreadPoolExecutor, func, items: list, ahead: int):
             yield pending.popleft().result()
     while pending:
         yield pending.popleft().result()
+
+
+def ordered_map(func, items, threads: int):
+    """``func(item)`` for each item, in order: on ``threads`` threads of :func:`pool`,
+    at most one item per thread in flight; in the calling thread where ``threads`` is 1
+    or less, or where the caller is itself one of the pool's threads (it would wait on
+    work queued behind it).
+
+    Examples
+    --------
+    >>> list(ordered_map(lambda v: v + 1, range(4), threads=2))
+    [1, 2, 3, 4]
+    """
+    if threads <= 1 or threading.current_thread().name.startswith(_PREFIX):
+        return map(func, items)
+    return in_order(pool(threads), func, items, threads)
