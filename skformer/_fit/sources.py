@@ -156,7 +156,8 @@ class Summary:
     data's dtype (None: from ``lo`` and ``hi``)."""
     variance_power: int = 0
     """``variance`` is the data's times ``2**(-2 * variance_power)`` (kept in the fit
-    frame's scale, where data near 1e200 have a finite variance)."""
+    frame's scale, where data near 1e200 have a finite variance; an in-memory summary's
+    centred copy is scaled alike)."""
 
     def frame(self, unit_within: float | None = None) -> Frame:
         """The fit frame: translated by ``mean``, scaled by :meth:`Frame.of`'s rule."""
@@ -218,12 +219,13 @@ def _summary(stats, mean: np.ndarray | None = None) -> Summary:
 
 
 def _array_summary(X: np.ndarray, w: np.ndarray | None, unit_within: float | None
-                   ) -> tuple[Summary, np.ndarray, int] | None:
-    """The :class:`Summary` of an in-memory array; the rows less the mean, scaled by
-    ``2**-power``, as tokens ``[(x - mean) 2**-power ; 1]`` (n, d + 1); and ``power``,
-    :func:`~skformer._fit.frame.power_of_two` of their largest magnitude with
-    ``unit_within`` (the fit frame's scale: the tokens are the fit frame's copy). None
-    where the mean is not finite (the block summary then says why).
+                   ) -> tuple[Summary, np.ndarray] | None:
+    """The :class:`Summary` of an in-memory array, and the rows less the mean, scaled by
+    ``2**-power``, as tokens ``[(x - mean) 2**-power ; 1]`` (n, d + 1), where ``power``
+    (the summary's ``variance_power``) is :func:`~skformer._fit.frame.power_of_two` of
+    their largest magnitude with ``unit_within`` (the fit frame's scale: the tokens are
+    the fit frame's copy). None where the mean is not finite (the block summary then
+    says why).
 
     ``X.mean(axis=0)`` is KMeans' mean, in X's dtype, whose finiteness tells X's (NaN and
     infinities carry into it). Then one copy, the rows less the mean, gives the rest: its
@@ -256,8 +258,7 @@ def _array_summary(X: np.ndarray, w: np.ndarray | None, unit_within: float | Non
     g = gram.numpy()
     with np.errstate(over="ignore", invalid="ignore"):
         variance = float(np.mean(np.diagonal(g)[:d] / n - np.square(g[d, :d] / n)))
-    summary = Summary(n, None, None, variance, mean, True, WeightStats.of(w), top, power)
-    return summary, tokens, power
+    return Summary(n, None, None, variance, mean, True, WeightStats.of(w), top, power), tokens
 
 
 def column_mean(X: np.ndarray) -> np.ndarray:
@@ -330,7 +331,7 @@ class ArraySource(Source):
         self.in_memory = cache
         self.block_rows = block_rows or grid_rows(*X.shape)
         self._fitted: np.ndarray | None = None
-        # The summary's centred copy (tokens, mean, power) until set_frame takes it.
+        # The in-memory summary and its centred copy until set_frame takes the copy.
         self._centred: tuple | None = None
         self._w = None if w is None else torch.from_numpy(np.asarray(w, dtype=np.float64))
 
@@ -345,9 +346,8 @@ class ArraySource(Source):
         if self.cache:  # in memory: a few vectorised passes over the whole array
             found = _array_summary(self.X, self.w, self.unit_within)
             if found is not None:
-                summary, tokens, power = found
-                self._centred = (tokens, summary.mean, power)
-                return summary
+                self._centred = found
+                return found[0]
         # In parts of about 2**20 values (its float64 temporaries stay small beside a
         # memmap's block), independent of the grid of the Lloyd steps.
         rows = max(1, _SUMMARY_VALUES // max(1, self.n_features))
@@ -365,11 +365,11 @@ class ArraySource(Source):
         centred, self._centred = self._centred, None
         if not self.cache:
             self._fitted = None
-        elif centred is not None and np.array_equal(frame.offset, centred[1]):
-            tokens, _, power = centred
-            if frame.power != power:
+        elif centred is not None and np.array_equal(frame.offset, centred[0].mean):
+            summary, tokens = centred
+            if frame.power != summary.variance_power:
                 rows = tokens[:, : self.n_features]
-                np.ldexp(rows, power - frame.power, out=rows)
+                np.ldexp(rows, summary.variance_power - frame.power, out=rows)
             self._fitted = tokens
         else:
             self._fitted = frame.apply(self.X, ones=True)
