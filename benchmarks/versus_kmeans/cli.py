@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seed of the generated data sets (default: 0)")
     parser.add_argument("--seeds", type=int, default=5,
                         help="random_state 0 .. SEEDS-1 of both estimators (default: 5)")
+    parser.add_argument("--repeats", type=int, default=3,
+                        help="timed fits of each estimator per seed, their median kept "
+                             "(default: 3)")
     parser.add_argument("--n-init", type=_n_init, default=1,
                         help="n_init of both estimators (default: 1)")
     parser.add_argument("--learned-starts", type=int, default=0,
@@ -110,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.seeds < 1:
         parser.error("--seeds must be >= 1")
+    if args.repeats < 1:
+        parser.error("--repeats must be >= 1")
 
     try:
         machine = machine_info(args.device)
@@ -122,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
                      "summaries": [], "context": None, "memory": None}
     print(f"# {machine['device_name']} ({device}), {machine['cpu_count']} CPUs, torch "
           f"{machine['torch']} ({machine['threads']} threads), scikit-learn "
-          f"{machine['sklearn']}; {args.seeds} seeds, n_init={args.n_init}, "
+          f"{machine['sklearn']}; {args.seeds} seeds x {args.repeats} timed fits (median), "
+          f"n_init={args.n_init}, "
           f"learned_starts={args.learned_starts}, KMeans' BLAS threads: "
           f"{args.kmeans_blas_threads or 'as called'}")
     records: list[Record] = []
@@ -134,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
                                     dtype=np.dtype(args.dtype)):
                 new = compare(ds, seeds, n_init=args.n_init, device=device,
                               learned_starts=args.learned_starts,
-                              kmeans_blas_threads=args.kmeans_blas_threads)
+                              kmeans_blas_threads=args.kmeans_blas_threads,
+                              repeats=args.repeats)
                 records.extend(new)
                 print(format_summary(summarise(new)).splitlines()[-1], flush=True)
                 payload["records"] = [asdict(r) for r in records]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,7 +47,8 @@ class Record:
     n_init: int | str
     device: str
     kmeans_first: bool
-    """Whether KMeans was fitted before TransformerKMeans (alternates with the seed)."""
+    """Whether KMeans was fitted before TransformerKMeans in the first timed repetition
+    (alternates with the seed, and from one repetition to the next)."""
     kmeans_inertia: float
     """The k-means objective of the fitted centres, evaluated in float64 (see
     :func:`compare`)."""
@@ -58,6 +60,7 @@ class Record:
     kmeans_nmi: float
     ours_nmi: float
     kmeans_fit_ms: float
+    """Median over the seed's timed repetitions, as ``ours_fit_ms``."""
     ours_fit_ms: float
     time_ratio: float
     """``ours_fit_ms / kmeans_fit_ms``."""
@@ -67,6 +70,8 @@ class Record:
     learned_starts: int = 0
     ours_selected: str = "lloyd"
     """Which run of TransformerKMeans' best start gave its result."""
+    repeats: int = 1
+    """Timed fits of each estimator behind the times."""
 
 
 @dataclass(frozen=True)
@@ -137,11 +142,15 @@ def _timed_fit(estimator, X, blas_threads: int | None = None) -> float:
 
 def compare(dataset: Dataset, seeds: Sequence[int], *, n_init=1, device: str = "cpu",
             warmup: bool = True, learned_starts: int = 0,
-            kmeans_blas_threads: int | None = None) -> list[Record]:
-    """Fit KMeans and TransformerKMeans on ``dataset`` once per seed; one record each.
+            kmeans_blas_threads: int | None = None, repeats: int = 1) -> list[Record]:
+    """Fit KMeans and TransformerKMeans on ``dataset`` for each seed; one record each.
 
-    KMeans goes first for even positions in ``seeds``, TransformerKMeans for odd ones.
-    With ``warmup``, one untimed fit of each (first seed) precedes the timed ones.
+    Each seed's pair of fits is timed ``repeats`` times, the two estimators alternating
+    (KMeans first in even repetitions of even positions in ``seeds`` and odd repetitions
+    of odd ones), and each estimator's time is the median of its repetitions (a fit of a
+    few milliseconds moves by tens of per cent from one call to the next on a shared
+    machine). With ``warmup``, one untimed fit of each (first seed) precedes the timed
+    ones.
     ``kmeans_blas_threads`` holds NumPy's BLAS to that many threads while KMeans fits
     (None: as a user calls it; skformer holds it to one thread during its own fits).
     TransformerKMeans never pretrains here: a shape without a stored model raises
@@ -161,11 +170,15 @@ def compare(dataset: Dataset, seeds: Sequence[int], *, n_init=1, device: str = "
             est.fit(X)
     records = []
     for i, seed in enumerate(seeds):
-        ests = _estimators(k, seed, n_init, device, learned_starts=learned_starts)
+        times: dict[str, list[float]] = {"kmeans": [], "ours": []}
+        for r in range(repeats):
+            ests = _estimators(k, seed, n_init, device, learned_starts=learned_starts)
+            order = ("kmeans", "ours") if (i + r) % 2 == 0 else ("ours", "kmeans")
+            for name in order:
+                times[name].append(_timed_fit(
+                    ests[name], X, kmeans_blas_threads if name == "kmeans" else None))
+        ms = {name: statistics.median(v) for name, v in times.items()}
         order = ("kmeans", "ours") if i % 2 == 0 else ("ours", "kmeans")
-        ms = {name: _timed_fit(ests[name], X,
-                               kmeans_blas_threads if name == "kmeans" else None)
-              for name in order}
         km, ours = ests["kmeans"], ests["ours"]
         inertia = [labels_inertia(X, est.cluster_centers_)[1] for est in (km, ours)]
         records.append(Record(
@@ -181,7 +194,7 @@ def compare(dataset: Dataset, seeds: Sequence[int], *, n_init=1, device: str = "
             time_ratio=ms["ours"] / ms["kmeans"],
             kmeans_n_iter=int(km.n_iter_), ours_n_learned_steps=int(ours.n_learned_steps_),
             ours_n_lloyd_steps=int(ours.n_lloyd_steps_), learned_starts=learned_starts,
-            ours_selected=ours.selected_run_,
+            ours_selected=ours.selected_run_, repeats=repeats,
         ))
     return records
 

@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from contextlib import contextmanager
 from typing import NamedTuple
 
+import numpy as np
 import scipy.sparse as sp
 import torch
 
 from ..nn.kernel import Workspace, exact_step
 from ..nn.model import ExactLloydModel
+from .small import is_small, lloyd_sums, small_lloyd_sums, small_score
 from .sources import Block, DaskSource, Source, sum_parts
 from .sparse import sparse_lloyd_sums, sparse_norms, sparse_score
 
@@ -44,18 +47,29 @@ logger = logging.getLogger("skformer")
 class LloydStats(NamedTuple):
     """Sufficient statistics of an assignment: equal statistics, equal assignment."""
 
-    sums: torch.Tensor
+    sums: np.ndarray
     """Weighted sum of each cluster's points, shape (k, d), float64."""
-    mass: torch.Tensor
+    mass: np.ndarray
     """Total weight of each cluster, shape (k,), float64."""
 
-    def inertia(self, c: torch.Tensor, x2: float) -> float:
+    def inertia(self, c: np.ndarray, x2: float) -> float:
         """Weighted sum of squared distances of the points to centres ``c`` (k, d) under
         this assignment: ``sum_i w_i |x_i|^2 - 2 sum_j c_j . S_j + sum_j m_j |c_j|^2``,
         from the points' total ``x2 = sum_i w_i |x_i|^2`` (float64; the fit frame keeps
         the terms of one size, so the cancellation costs about 1e-10 relative)."""
-        c64 = c.detach().double().cpu()
-        return float(x2 - 2.0 * (c64 * self.sums).sum() + (self.mass * c64.square().sum(-1)).sum())
+        c64 = np.asarray(c, dtype=np.float64)
+        return float(x2 - 2.0 * (c64 * self.sums).sum()
+                     + (self.mass * np.square(c64).sum(-1)).sum())
+
+    def same(self, other: LloydStats | None) -> bool:
+        """Whether ``other`` holds the same statistics (then the same assignment)."""
+        return (other is not None and np.array_equal(self.mass, other.mass)
+                and np.array_equal(self.sums, other.sums))
+
+
+def _numpy(t: torch.Tensor) -> np.ndarray:
+    """A tensor's values as a NumPy array (no copy on the CPU)."""
+    return t.detach().cpu().numpy()
 
 
 # The thread's scratch buffers while a run of Lloyd steps is under way (see
@@ -88,20 +102,23 @@ def _block_step(block: Block, c: torch.Tensor, *, update: bool = True,
                       workspace=getattr(_scratch, "workspace", None))
 
 
-@torch.no_grad()
 def lloyd_partial(block: Block, c: torch.Tensor) -> LloydStats:
     """A block's contribution to the step from centres ``c`` (k, d)."""
     if sp.issparse(block.x):
         return LloydStats(*sparse_lloyd_sums(block, c))
+    if is_small(block, c.shape[0]):
+        return LloydStats(*small_lloyd_sums(block, c))
     stats = _block_step(block, c, labels=False)
-    return LloydStats(stats.sums[0].double().cpu(), stats.mass[0].double().cpu())
+    return LloydStats(_numpy(stats.sums[0].double()), _numpy(stats.mass[0].double()))
 
 
-def _finish(c: torch.Tensor, stats: LloydStats) -> torch.Tensor:
+def _finish(c: np.ndarray, stats: LloydStats) -> np.ndarray:
     """Each cluster's mean (float64 sums over masses, rounded to ``c``'s dtype), or its
-    centre in ``c`` where its mass is 0 (whose 0/0 the choice discards)."""
-    mass = stats.mass.to(c.device).unsqueeze(-1)
-    return torch.where(mass > 0, (stats.sums.to(c.device) / mass).to(c.dtype), c)
+    centre in ``c`` (k, d) where its mass is 0."""
+    mass = stats.mass[:, None]
+    new = c.copy()
+    np.divide(stats.sums, mass, out=new, where=mass > 0, casting="same_kind")
+    return new
 
 
 @torch.no_grad()
@@ -120,18 +137,50 @@ def _dense_step(source: Source, model: ExactLloydModel, c: torch.Tensor):
     mass = torch.zeros(k, dtype=torch.float64).index_add_(0, lab.cpu(), ws)
     sums = torch.zeros(k, c.shape[1], dtype=torch.float64).index_add_(
         0, lab.cpu(), x[0].double().cpu() * ws.unsqueeze(-1))
-    return step.centres[0], LloydStats(sums, mass)
+    return step.centres[0], LloydStats(sums.numpy(), mass.numpy())
 
 
-def lloyd_step(source: Source, c: torch.Tensor, model: ExactLloydModel | None = None):
-    """One step from centres ``c`` (k, d): new centres and the assignment's statistics."""
+def _stepper(source: Source, c: torch.Tensor, model: ExactLloydModel | None
+             ) -> Callable[[np.ndarray], tuple[np.ndarray, LloydStats]]:
+    """Lloyd's step over ``source`` as a function of the centres: NumPy (k, d) of the
+    data's dtype (fit frame) in, the new centres and the assignment's statistics out.
+    ``c`` tells the device of the fit and the number of centres.
+
+    Data that are one small block in memory are stepped on that block directly (the
+    NumPy step of :mod:`.small`, the same arithmetic a pass over the block would do).
+    """
     if model is not None and model.path == "dense":
         if isinstance(source, DaskSource):
             raise ValueError("path='dense' needs a NumPy array (or memmap) or a sparse "
                              "matrix, not a dask array; use path='fused'.")
-        return _dense_step(source, model, c)
-    stats = source.map_reduce(lloyd_partial, sum_parts, c.cpu())
-    return _finish(c, stats), stats
+
+        def dense(cn: np.ndarray):
+            new, stats = _dense_step(source, model, torch.from_numpy(cn).to(c.device))
+            return _numpy(new), stats
+
+        return dense
+    block = source.resident()
+    if block is not None and is_small(block, c.shape[0]):
+        tokens, w = block.tokens.numpy(), None if block.w is None else block.w.numpy()
+
+        def small(cn: np.ndarray):
+            stats = LloydStats(*lloyd_sums(tokens, w, cn))
+            return _finish(cn, stats), stats
+
+        return small
+
+    def blocks(cn: np.ndarray):
+        stats = source.map_reduce(lloyd_partial, sum_parts, torch.from_numpy(cn))
+        return _finish(cn, stats), stats
+
+    return blocks
+
+
+def lloyd_step(source: Source, c: torch.Tensor, model: ExactLloydModel | None = None):
+    """One step from centres ``c`` (k, d): new centres (``c``'s device) and the
+    assignment's statistics."""
+    new, stats = _stepper(source, c, model)(_numpy(c))
+    return torch.from_numpy(new).to(c.device), stats
 
 
 class LloydRun(NamedTuple):
@@ -156,26 +205,27 @@ def run_lloyd(source: Source, c: torch.Tensor, max_iter: int, tol: float, *,
     for the log; ``x2`` (the points' weighted sum of squared norms) lets a run that ends by
     strict convergence report its inertia from the last step's statistics.
     """
+    step = _stepper(source, c, model)
+    cn = _numpy(c)
     previous, inertia = None, None
     i = -1
     with _scratch_scope():
         for i in range(max_iter):
-            new, stats = lloyd_step(source, c, model)
-            shift = float((new.double() - c.double()).square().sum())
-            c = new
+            new, stats = step(cn)
+            shift = float(np.square(new.astype(np.float64) - cn).sum())
+            cn = new
             if logger.isEnabledFor(logging.INFO):
                 logger.info("Iteration %d, centre shift %.6g.", i, to_user(shift))
-            if previous is not None and torch.equal(stats.mass, previous.mass) \
-                    and torch.equal(stats.sums, previous.sums):
+            if stats.same(previous):
                 logger.info("Converged at iteration %d: strict convergence.", i)
                 if x2 is not None:
-                    inertia = stats.inertia(c, x2)
+                    inertia = stats.inertia(cn, x2)
                 break
             if shift <= tol:
                 logger.info("Converged at iteration %d: centre shift within tolerance.", i)
                 break
             previous = stats
-    return LloydRun(c, i + 1, inertia)
+    return LloydRun(torch.from_numpy(cn).to(c.device), i + 1, inertia)
 
 
 @torch.no_grad()
@@ -187,13 +237,14 @@ def norms_partial(block: Block) -> torch.Tensor:
     return (sq if block.w is None else sq * block.w).sum().cpu()
 
 
-@torch.no_grad()
 def score_partial(block: Block, c: torch.Tensor, other: torch.Tensor | None):
     """A block's weighted sum of squared distances to the nearest of centres ``c``
     (float64, differences summed literally) and, if ``other`` centres are given, the
     contingency table (k * k,) of the two nearest-centre assignments."""
     if sp.issparse(block.x):
         return sparse_score(block, c, other)
+    if is_small(block, c.shape[0]):
+        return small_score(block, c, other)
     stats = _block_step(block, c, update=False, inertia=True)
     if other is None:
         return stats.inertia[0].cpu(), None

@@ -23,6 +23,7 @@ import scipy.sparse as sp
 import torch
 from joblib import Parallel, delayed
 from sklearn.cluster import kmeans_plusplus
+from sklearn.utils.extmath import row_norms
 from sklearn.utils.validation import _is_arraylike_not_scalar, check_array
 
 from ..nn.model import ExactLloydModel
@@ -100,11 +101,26 @@ def _sample_indices(n: int, size: int, random_state) -> np.ndarray | None:
     return np.sort(np.random.default_rng([seed, 1]).choice(n, size, replace=False))
 
 
+try:  # KMeans' own call: the rows were validated once, their norms are computed here
+    from sklearn.cluster._kmeans import _kmeans_plusplus
+except ImportError:  # pragma: no cover - a scikit-learn without it: the public function
+    _kmeans_plusplus = None
+
+
+def _plusplus(X, n_clusters, random_state, sample_weight):
+    """k-means++ centres (k, d) of rows ``X``, as KMeans draws them (the public function
+    validates ``X`` and the weights again: half a millisecond on iris)."""
+    if _kmeans_plusplus is None:  # pragma: no cover
+        return kmeans_plusplus(X, n_clusters, sample_weight=sample_weight,
+                               random_state=random_state)[0]
+    return _kmeans_plusplus(X, n_clusters, row_norms(X, squared=True), sample_weight,
+                            random_state)[0]
+
+
 def _init_centroids(X, n_clusters, init, random_state, sample_weight):
     """KMeans' initialisation on rows ``X`` (fit frame), same random stream."""
     if isinstance(init, str) and init == "k-means++":
-        centers, _ = kmeans_plusplus(X, n_clusters, sample_weight=sample_weight,
-                                     random_state=random_state)
+        centers = _plusplus(X, n_clusters, random_state, sample_weight)
     elif isinstance(init, str) and init == "random":
         seeds = random_state.choice(X.shape[0], size=n_clusters, replace=False,
                                     p=sample_weight / sample_weight.sum())

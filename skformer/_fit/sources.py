@@ -248,17 +248,31 @@ def _array_summary(X: np.ndarray, w: np.ndarray | None, unit_within: float | Non
     power = power_of_two(top, unit_within)
     if power:
         np.ldexp(rows, -power, out=rows)
+    squares, sums = _column_moments(tokens)
+    with np.errstate(over="ignore", invalid="ignore"):
+        variance = float(np.mean(squares / n - np.square(sums / n)))
+    return Summary(n, None, None, variance, mean, True, WeightStats.of(w), top, power), tokens
+
+
+def _column_moments(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature sums of squares and sums (float64, (d,) each) of the rows of tokens
+    ``[x ; 1]`` (n, d + 1), each block of :data:`_VARIANCE_ROWS` rows summed in the data's
+    dtype: one block (small data) by NumPy, more by one batched product ``T^T T`` (its
+    diagonal and last row; torch's threads, a fraction of a step at n = 1e6)."""
+    n, e = tokens.shape
+    if n <= _VARIANCE_ROWS:  # a few torch operations would cost more than the sums
+        rows = tokens[:, : e - 1]
+        return (np.einsum("ij,ij->j", rows, rows).astype(np.float64),
+                rows.sum(0).astype(np.float64))
     whole, rest = divmod(n, _VARIANCE_ROWS)
     t = torch.from_numpy(tokens)
-    blocks = t[: whole * _VARIANCE_ROWS].view(whole, _VARIANCE_ROWS, d + 1)
+    blocks = t[: whole * _VARIANCE_ROWS].view(whole, _VARIANCE_ROWS, e)
     gram = torch.bmm(blocks.transpose(1, 2), blocks).double().sum(0)
     if rest:
         tail = t[whole * _VARIANCE_ROWS :]
         gram += (tail.T @ tail).double()
     g = gram.numpy()
-    with np.errstate(over="ignore", invalid="ignore"):
-        variance = float(np.mean(np.diagonal(g)[:d] / n - np.square(g[d, :d] / n)))
-    return Summary(n, None, None, variance, mean, True, WeightStats.of(w), top, power), tokens
+    return np.diagonal(g)[: e - 1].copy(), g[e - 1, : e - 1].copy()
 
 
 def column_mean(X: np.ndarray) -> np.ndarray:
@@ -308,6 +322,11 @@ class Source(ABC):
     @abstractmethod
     def drop_weights(self) -> None:
         """Forget the weights (the summary found them all equal to 1)."""
+
+    def resident(self) -> Block | None:
+        """The only block of a pass, when the data are one block held in memory (a step
+        may then run on it directly); None otherwise."""
+        return None
 
     @abstractmethod
     def final(self, centers: np.ndarray):
@@ -402,6 +421,11 @@ class ArraySource(Source):
 
     def map_reduce(self, func, combine, *args):
         return _merge_tree([func(block, *args) for block in self.blocks()], combine)
+
+    def resident(self) -> Block | None:
+        if self._fitted is None or self.block_rows < self.n_samples:
+            return None
+        return _block(self._fitted, self._w, self.device)
 
     def final(self, centers):
         labels, inertia = labels_inertia(self.X, centers, self.w)

@@ -52,7 +52,7 @@ def _weights(block: Block) -> np.ndarray | None:
 
 
 def sparse_lloyd_sums(block: Block, c: torch.Tensor):
-    """A sparse block's per-cluster weighted sums (k, d) and masses (k,), float64 tensors,
+    """A sparse block's per-cluster weighted sums (k, d) and masses (k,), float64 arrays,
     from centres ``c`` (k, d) (fit frame)."""
     x = block.x
     cn = c.cpu().numpy().astype(x.dtype, copy=False)
@@ -67,7 +67,7 @@ def sparse_lloyd_sums(block: Block, c: torch.Tensor):
     # One scatter-add over the stored values, in float64 and in order.
     sums = np.bincount(owner * d + x.indices, weights=values, minlength=k * d).reshape(k, d)
     mass = np.bincount(labels, weights=w, minlength=k).astype(np.float64)
-    return torch.from_numpy(sums), torch.from_numpy(mass)
+    return sums, mass
 
 
 def sparse_norms(block: Block) -> torch.Tensor:

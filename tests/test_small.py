@@ -1,0 +1,98 @@
+"""The NumPy step on small blocks (``skformer._fit.small``).
+
+Oracle first: its sums and masses equal the NumPy reference step and the fused kernel's
+(``exact_step``) on the same block, with weights, ties and a single row; its score is
+the literal inertia. Then the choice: a block's kernel depends on its shape only, and a
+fit whose blocks cross the threshold still equals KMeans from the same centres.
+"""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.cluster import KMeans
+
+from skformer import TransformerKMeans
+from skformer._fit.small import SMALL, is_small, lloyd_sums, small_score
+from skformer._fit.sources import Block
+from skformer.nn.kernel import exact_step
+from skformer.reference import lloyd_step as reference_step
+
+
+def tokens_of(x):
+    return np.concatenate([x, np.ones((x.shape[0], 1), dtype=x.dtype)], axis=1)
+
+
+def block_of(x, w=None):
+    t = torch.from_numpy(tokens_of(x))
+    return Block(t[:, :-1], None if w is None else torch.from_numpy(w), t)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("k", [1, 3, 20])
+def test_sums_are_the_reference_and_the_fused_kernels(global_random_seed, weighted, k):
+    rng = np.random.default_rng(global_random_seed)
+    x = rng.normal(size=(200, 5)) * 3 + 40
+    w = rng.uniform(0.1, 3, 200) if weighted else None
+    c = x[rng.choice(200, k, replace=False)].copy()
+    sums, mass = lloyd_sums(tokens_of(x), w, c)
+    new, labels = reference_step(x, c, sample_weight=w)
+    np.testing.assert_allclose(mass, np.bincount(labels, weights=w, minlength=k), rtol=1e-12)
+    np.testing.assert_allclose(sums / np.maximum(mass, 1e-300)[:, None], new, rtol=1e-12)
+    fused = exact_step(torch.from_numpy(x)[None], torch.from_numpy(c)[None],
+                       weight=None if w is None else torch.from_numpy(w)[None])
+    np.testing.assert_allclose(sums, fused.sums[0].numpy(), rtol=1e-12)
+    np.testing.assert_allclose(mass, fused.mass[0].numpy(), rtol=1e-12)
+
+
+def test_ties_go_to_the_lowest_index_and_a_single_row_counts():
+    x = np.array([[0.0], [2.0], [1.0]])
+    c = np.array([[0.0], [2.0], [0.0]])  # row 2 is equally near centres 0 and 1; 0 == 2
+    sums, mass = lloyd_sums(tokens_of(x), None, c)
+    assert mass.tolist() == [2.0, 1.0, 0.0] and sums.ravel().tolist() == [1.0, 2.0, 0.0]
+    sums, mass = lloyd_sums(tokens_of(x[1:2]), np.array([2.5]), c)
+    assert mass.tolist() == [0.0, 2.5, 0.0] and sums.ravel().tolist() == [0.0, 5.0, 0.0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float32_sums_in_the_data_dtype_and_are_returned_in_float64(dtype):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(300, 3)).astype(dtype)
+    c = x[:4].copy()
+    sums, mass = lloyd_sums(tokens_of(x), None, c)
+    assert sums.dtype == mass.dtype == np.float64
+    fused = exact_step(torch.from_numpy(x)[None], torch.from_numpy(c)[None])
+    np.testing.assert_array_equal(mass, fused.mass[0].double().numpy())
+    np.testing.assert_allclose(sums, fused.sums[0].double().numpy(),
+                               rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-4)
+
+
+def test_score_is_the_literal_inertia_and_the_contingency_table():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(120, 4))
+    w = rng.uniform(0.5, 2, 120)
+    c, other = x[:3].copy(), x[3:6].copy()
+    inertia, table = small_score(block_of(x, w), torch.from_numpy(c), torch.from_numpy(other))
+    d2 = ((x[:, None] - c[None]) ** 2).sum(-1)
+    labels, labels2 = d2.argmin(1), ((x[:, None] - other[None]) ** 2).sum(-1).argmin(1)
+    assert float(inertia) == pytest.approx(float((d2.min(1) * w).sum()), rel=1e-12)
+    np.testing.assert_array_equal(table.numpy(),
+                                  np.bincount(labels * 3 + labels2, minlength=9))
+
+
+def test_the_kernel_is_chosen_by_the_blocks_shape():
+    x = np.zeros((SMALL // 8, 2))
+    assert is_small(block_of(x), 8) and not is_small(block_of(x), 9)
+    assert not is_small(Block(torch.zeros(3, 2), None), 2)  # no tokens: a sparse block
+
+
+@pytest.mark.parametrize("n", [2000, 5000])  # one small block; one block over the line
+def test_fits_on_either_side_of_the_line_equal_kmeans(n):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(n, 6)) + rng.integers(0, 4, size=(n, 1)) * 3.0
+    init = X[:10].copy()
+    ours = TransformerKMeans(10, init=init, n_init=1, tol=0).fit(X)
+    km = KMeans(10, init=init, n_init=1, tol=0).fit(X)
+    np.testing.assert_array_equal(ours.labels_, km.labels_)
+    np.testing.assert_allclose(ours.cluster_centers_, km.cluster_centers_, rtol=1e-9,
+                               atol=1e-12)
+    assert ours.n_iter_ == km.n_iter_
