@@ -4,7 +4,8 @@
 Oracle first: every row's label is its nearest centre by the literal differences
 ``x - c`` in float64, and the inertia is the sum of those literal squared distances,
 whatever the magnitudes (far outliers, centres near 1e300, data far from the origin),
-for dense and sparse rows; then the estimators end to end against KMeans where KMeans'
+for dense rows (by either arithmetic: literal differences for small data, certified
+products beyond) and sparse rows; then the estimators end to end against KMeans where KMeans'
 own arithmetic is exact.
 """
 
@@ -17,7 +18,16 @@ from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 
 from skformer import ExactLloydTransformer, TransformerKMeans
+from skformer._fit import assign
 from skformer._fit.assign import labels_inertia
+
+
+@pytest.fixture(params=["literal", "certified"])
+def dense_path(request, monkeypatch):
+    """Run a dense test through either arithmetic: every answer from the literal
+    differences (small data), or certified products (larger data)."""
+    monkeypatch.setattr(assign, "_LITERAL", 2**62 if request.param == "literal" else -1)
+    return request.param
 
 
 def literal(X, centers):
@@ -48,7 +58,7 @@ OUTLIERS = [1e6, 1e9, 3e9, 1e10, 1e12]
 
 
 @pytest.mark.parametrize("at", OUTLIERS)
-def test_labels_are_nearest_despite_a_far_centre(at):
+def test_labels_are_nearest_despite_a_far_centre(at, dense_path):
     X = outlier_data(at)
     centers = np.array([X[:100].mean(0), X[100:200].mean(0), X[200]])
     labels, inertia = labels_inertia(X, centers)
@@ -58,7 +68,7 @@ def test_labels_are_nearest_despite_a_far_centre(at):
 
 
 @pytest.mark.parametrize("at", [1e100, 1e300, -1e300])
-def test_centres_near_1e300_keep_the_small_distances(at):
+def test_centres_near_1e300_keep_the_small_distances(at, dense_path):
     X = outlier_data(at)
     centers = np.array([X[:100].mean(0), X[100:200].mean(0), X[200]])
     labels, inertia = labels_inertia(X, centers)
@@ -68,7 +78,7 @@ def test_centres_near_1e300_keep_the_small_distances(at):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("offset", [0.0, 1e8, -3e12])
-def test_labels_inertia_is_the_literal_oracle(global_random_seed, dtype, offset):
+def test_labels_inertia_is_the_literal_oracle(global_random_seed, dtype, offset, dense_path):
     rng = np.random.default_rng(global_random_seed)
     X = (rng.normal(size=(3000, 5)) + offset).astype(dtype)
     centers = X[rng.choice(3000, 7, replace=False)].astype(dtype)

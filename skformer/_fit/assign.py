@@ -108,6 +108,11 @@ _ROUNDING = 2 * np.finfo(np.float64).eps
 # Up to this many centres the distances are laid out centres-major (see _certain_labels).
 _CENTRES_MAJOR = 32
 _UNDERFLOW = 2 * np.finfo(np.float64).tiny
+# Up to this many differences (rows x centres x features), a dense assignment takes
+# every answer from the literal differences: nothing to certify, and fewer operations.
+# Literal / certified, one run on 2 cores: 0.4 at 1,800 (iris), 0.6 at 34,000
+# (breast_cancer), 2.1 at 64,000, 20 at 1.2e6 (digits).
+_LITERAL = 40_000
 
 
 def _certain_labels(expanded: np.ndarray, x_norm: np.ndarray, c_norm: np.ndarray,
@@ -238,7 +243,6 @@ def _nearest_chunk(x: np.ndarray, centers: np.ndarray, power: int, shift: np.nda
     return labels, total
 
 
-@one_blas_thread()
 def labels_inertia(
     X: np.ndarray, centers: np.ndarray, sample_weight: np.ndarray | None = None
 ) -> tuple[np.ndarray, float]:
@@ -261,10 +265,12 @@ def labels_inertia(
 
     Notes
     -----
-    The nearest centre is the argmin of ``|c|^2 - 2 x.c`` (one matrix product per chunk
-    of rows), on rows and centres translated by the centres' per-feature median (so data
-    far from the origin do not cancel, and a few far centres do not move the
-    translation) and scaled by a power of two where the centres' magnitudes are extreme.
+    Up to 40,000 differences (rows x centres x features), each answer comes from the
+    literal differences. Beyond, the nearest centre is the argmin of ``|c|^2 - 2 x.c``
+    (one matrix product per chunk of rows), on rows and centres translated by the
+    centres' per-feature median (so data far from the origin do not cancel, and a few
+    far centres do not move the translation) and scaled by a power of two where the
+    centres' magnitudes are extreme.
     A row whose answer is not certain within the rounding bound of that form is decided
     by its literal differences to every centre. A row's squared distance is taken from
     the same product (``|x|^2`` plus its minimum) where that sum's rounding bound is
@@ -279,6 +285,23 @@ def labels_inertia(
     """
     if sp.issparse(X):
         return _sparse_labels_inertia(X, centers, sample_weight)
+    if X.shape[0] * centers.shape[0] * centers.shape[1] <= _LITERAL:
+        return _literal_labels_inertia(X, centers, sample_weight)
+    return _dense_labels_inertia(X, centers, sample_weight)
+
+
+def _literal_labels_inertia(X, centers, sample_weight):
+    """:func:`labels_inertia` of few rows: every answer from the literal differences."""
+    x = np.asarray(X, dtype=np.float64)
+    centers = np.asarray(centers, dtype=np.float64)
+    labels = _literal_labels(x, centers)
+    w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    return labels.astype(np.int32), _squares(x - centers[labels], w)
+
+
+@one_blas_thread()
+def _dense_labels_inertia(X, centers, sample_weight):
+    """:func:`labels_inertia` of dense rows by certified products, chunk by chunk."""
     centers = np.asarray(centers, dtype=np.float64)
     power = _scale(centers)
     c = np.ldexp(centers, -power)
@@ -311,6 +334,7 @@ def labels_inertia(
     return labels, inertia
 
 
+@one_blas_thread()
 def _sparse_labels_inertia(X, centers, sample_weight):
     """:func:`labels_inertia` of CSR rows, chunk by chunk, never densified but for the
     rows whose answer is not certain: the nearest centre from sparse-dense products in
