@@ -6,7 +6,9 @@ estimators).
   a CSR matrix, with its per-block kernels; :mod:`.containers` picks the source;
 - :mod:`.frame`: the fit frame (mean translation, power-of-two scale) and the
   learned model's frame;
-- :mod:`.lloyd`: Lloyd's step as per-block partial, merge, finish; scoring;
+- :mod:`.lloyd`: Lloyd's step as per-block partial, merge, finish; scoring; its
+  per-block kernel is :func:`~skformer.nn.exact_step`, or on the CPU for a small block
+  (at most 2**15 distances) the same arithmetic in NumPy, :mod:`.small`;
 - :mod:`.learned`: the learned steps on the context sample;
 - :mod:`.runs`: initialisation, runs with their stopping rules, best of ``n_init``.
 """
