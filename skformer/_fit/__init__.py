@@ -8,7 +8,7 @@ estimators).
   learned model's frame;
 - :mod:`.lloyd`: Lloyd's step as per-block partial, merge, finish; scoring; its
   per-block kernel is :func:`~skformer.nn.exact_step`, or on the CPU for a small block
-  (at most 2**15 distances) the same arithmetic in NumPy, :mod:`.small`;
+  (at most 2**15 distances) or a float64 one the same arithmetic in NumPy, :mod:`.cpu`;
 - :mod:`.learned`: the learned steps on the context sample;
 - :mod:`.runs`: initialisation, runs with their stopping rules, best of ``n_init``.
 """

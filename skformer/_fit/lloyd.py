@@ -6,10 +6,12 @@ The step is what the exact transformer's hard attention computes (the fused path
 :class:`~skformer.nn.model.ExactLloydModel`): A1 is the nearest centre of each point
 (lowest index on ties), A3 the weighted mean of each cluster; a cluster of zero weight
 keeps its centre. A block contributes its per-cluster sums and weights, summed in the
-data's dtype within the block (one product with the one-hot labels, as KMeans sums a
-chunk) and in float64 across blocks; blocks follow one grid of rows whatever the
-container (:func:`~skformer._fit.sources.grid_rows`), so every container gives the same
-result. The new centres are computed once, in the data's dtype.
+data's dtype within the block (or a chunk of it) and in float64 across blocks; blocks
+follow one grid of rows whatever the container
+(:func:`~skformer._fit.sources.grid_rows`), so every container gives the same result.
+The new centres are computed once, in the data's dtype. A dense block's kernel is
+:func:`~skformer.nn.exact_step`, or on the CPU for small and float64 blocks the same
+arithmetic in NumPy (:mod:`.cpu`); a sparse block's, :mod:`.sparse`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import torch
 
 from ..nn.kernel import Workspace, exact_step
 from ..nn.model import ExactLloydModel
-from .small import is_small, lloyd_sums, small_lloyd_sums, small_score
+from .cpu import block_lloyd_sums, is_small, lloyd_sums, numpy_step, small_score
 from .sources import Block, DaskSource, Source, sum_parts
 from .sparse import sparse_lloyd_sums, sparse_norms, sparse_score
 
@@ -106,8 +108,8 @@ def lloyd_partial(block: Block, c: torch.Tensor) -> LloydStats:
     """A block's contribution to the step from centres ``c`` (k, d)."""
     if sp.issparse(block.x):
         return LloydStats(*sparse_lloyd_sums(block, c))
-    if is_small(block, c.shape[0]):
-        return LloydStats(*small_lloyd_sums(block, c))
+    if numpy_step(block, c.shape[0]):
+        return LloydStats(*block_lloyd_sums(block, c))
     stats = _block_step(block, c, labels=False)
     return LloydStats(_numpy(stats.sums[0].double()), _numpy(stats.mass[0].double()))
 
@@ -146,8 +148,8 @@ def _stepper(source: Source, c: torch.Tensor, model: ExactLloydModel | None
     data's dtype (fit frame) in, the new centres and the assignment's statistics out.
     ``c`` tells the device of the fit and the number of centres.
 
-    Data that are one small block in memory are stepped on that block directly (the
-    NumPy step of :mod:`.small`, the same arithmetic a pass over the block would do).
+    Data that are one block in memory, of a kind the NumPy step takes (:mod:`.cpu`), are
+    stepped on that block directly (the same arithmetic a pass over the block would do).
     """
     if model is not None and model.path == "dense":
         if isinstance(source, DaskSource):
@@ -160,14 +162,14 @@ def _stepper(source: Source, c: torch.Tensor, model: ExactLloydModel | None
 
         return dense
     block = source.resident()
-    if block is not None and is_small(block, c.shape[0]):
+    if block is not None and numpy_step(block, c.shape[0]):
         tokens, w = block.tokens.numpy(), None if block.w is None else block.w.numpy()
 
-        def small(cn: np.ndarray):
+        def resident(cn: np.ndarray):
             stats = LloydStats(*lloyd_sums(tokens, w, cn))
             return _finish(cn, stats), stats
 
-        return small
+        return resident
 
     def blocks(cn: np.ndarray):
         stats = source.map_reduce(lloyd_partial, sum_parts, torch.from_numpy(cn))

@@ -1,9 +1,11 @@
-"""The NumPy step on small blocks (``skformer._fit.small``).
+"""The NumPy step on the CPU (``skformer._fit.cpu``): small blocks, and float64 blocks in
+chunks.
 
 Oracle first: its sums and masses equal the NumPy reference step and the fused kernel's
-(``exact_step``) on the same block, with weights, ties and a single row; its score is
-the literal inertia. Then the choice: a block's kernel depends on its shape only, and a
-fit whose blocks cross the threshold still equals KMeans from the same centres.
+(``exact_step``) on the same block, with weights, ties and a single row, on both sides of
+the small/chunked line; its score is the literal inertia. Then the choice: a block's
+kernel depends on its shape, dtype and device only, and fits that take either kernel
+still equal KMeans from the same centres.
 """
 
 import numpy as np
@@ -12,7 +14,8 @@ import torch
 from sklearn.cluster import KMeans
 
 from skformer import TransformerKMeans
-from skformer._fit.small import SMALL, is_small, lloyd_sums, small_score
+from skformer._fit import cpu
+from skformer._fit.cpu import SMALL, is_small, lloyd_sums, numpy_step, small_score
 from skformer._fit.sources import Block
 from skformer.nn.kernel import exact_step
 from skformer.reference import lloyd_step as reference_step
@@ -27,9 +30,20 @@ def block_of(x, w=None):
     return Block(t[:, :-1], None if w is None else torch.from_numpy(w), t)
 
 
+@pytest.fixture(params=["small", "chunked"])
+def step_kind(request, monkeypatch):
+    """The small step, or the chunked one (in chunks of 256 rows, so a few hundred rows
+    make several chunks)."""
+    if request.param == "chunked":
+        monkeypatch.setattr(cpu, "SMALL", 0)
+        monkeypatch.setattr(cpu, "CHUNK", 1)
+    return request.param
+
+
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("k", [1, 3, 20])
-def test_sums_are_the_reference_and_the_fused_kernels(global_random_seed, weighted, k):
+def test_sums_are_the_reference_and_the_fused_kernels(global_random_seed, weighted, k,
+                                                      step_kind):
     rng = np.random.default_rng(global_random_seed)
     x = rng.normal(size=(200, 5)) * 3 + 40
     w = rng.uniform(0.1, 3, 200) if weighted else None
@@ -44,7 +58,7 @@ def test_sums_are_the_reference_and_the_fused_kernels(global_random_seed, weight
     np.testing.assert_allclose(mass, fused.mass[0].numpy(), rtol=1e-12)
 
 
-def test_ties_go_to_the_lowest_index_and_a_single_row_counts():
+def test_ties_go_to_the_lowest_index_and_a_single_row_counts(step_kind):
     x = np.array([[0.0], [2.0], [1.0]])
     c = np.array([[0.0], [2.0], [0.0]])  # row 2 is equally near centres 0 and 1; 0 == 2
     sums, mass = lloyd_sums(tokens_of(x), None, c)
@@ -54,7 +68,7 @@ def test_ties_go_to_the_lowest_index_and_a_single_row_counts():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_float32_sums_in_the_data_dtype_and_are_returned_in_float64(dtype):
+def test_float32_sums_in_the_data_dtype_and_are_returned_in_float64(dtype, step_kind):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(300, 3)).astype(dtype)
     c = x[:4].copy()
@@ -79,20 +93,25 @@ def test_score_is_the_literal_inertia_and_the_contingency_table():
                                   np.bincount(labels * 3 + labels2, minlength=9))
 
 
-def test_the_kernel_is_chosen_by_the_blocks_shape():
+def test_the_kernel_is_chosen_by_the_blocks_shape_and_dtype():
     x = np.zeros((SMALL // 8, 2))
     assert is_small(block_of(x), 8) and not is_small(block_of(x), 9)
-    assert not is_small(Block(torch.zeros(3, 2), None), 2)  # no tokens: a sparse block
+    assert numpy_step(block_of(x), 9)  # float64: the chunked step
+    assert not numpy_step(block_of(x.astype(np.float32)), 9)  # float32: the fused kernel
+    assert numpy_step(block_of(x.astype(np.float32)), 8)
+    assert not numpy_step(Block(torch.zeros(3, 2), None), 2)  # no tokens: a sparse block
 
 
-@pytest.mark.parametrize("n", [2000, 5000])  # one small block; one block over the line
-def test_fits_on_either_side_of_the_line_equal_kmeans(n):
+@pytest.mark.parametrize("n, dtype", [(2000, np.float64), (5000, np.float64),
+                                      (5000, np.float32)])  # small; chunked; fused
+def test_fits_by_each_kernel_equal_kmeans(n, dtype):
     rng = np.random.default_rng(3)
-    X = rng.normal(size=(n, 6)) + rng.integers(0, 4, size=(n, 1)) * 3.0
+    X = (rng.normal(size=(n, 6)) + rng.integers(0, 4, size=(n, 1)) * 3.0).astype(dtype)
     init = X[:10].copy()
     ours = TransformerKMeans(10, init=init, n_init=1, tol=0).fit(X)
     km = KMeans(10, init=init, n_init=1, tol=0).fit(X)
     np.testing.assert_array_equal(ours.labels_, km.labels_)
-    np.testing.assert_allclose(ours.cluster_centers_, km.cluster_centers_, rtol=1e-9,
-                               atol=1e-12)
+    np.testing.assert_allclose(ours.cluster_centers_, km.cluster_centers_,
+                               rtol=1e-9 if dtype == np.float64 else 1e-5,
+                               atol=1e-12 if dtype == np.float64 else 1e-5)
     assert ours.n_iter_ == km.n_iter_
