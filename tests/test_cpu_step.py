@@ -14,7 +14,7 @@ import torch
 from sklearn.cluster import KMeans
 
 from skformer import TransformerKMeans
-from skformer._fit import cpu
+from skformer._fit import cpu, lloyd
 from skformer._fit.cpu import SMALL, is_small, lloyd_sums, numpy_step, small_score
 from skformer._fit.sources import Block
 from skformer.nn.kernel import exact_step
@@ -93,18 +93,19 @@ def test_score_is_the_literal_inertia_and_the_contingency_table():
                                   np.bincount(labels * 3 + labels2, minlength=9))
 
 
-def test_the_kernel_is_chosen_by_the_blocks_shape_and_dtype():
+def test_the_kernel_is_chosen_by_the_device_and_the_small_step_by_the_shape():
     x = np.zeros((SMALL // 8, 2))
     assert is_small(block_of(x), 8) and not is_small(block_of(x), 9)
-    assert numpy_step(block_of(x), 9)  # float64: the chunked step
-    assert not numpy_step(block_of(x.astype(np.float32)), 9)  # float32: the fused kernel
-    assert numpy_step(block_of(x.astype(np.float32)), 8)
-    assert not numpy_step(Block(torch.zeros(3, 2), None), 2)  # no tokens: a sparse block
+    assert numpy_step(block_of(x)) and numpy_step(block_of(x.astype(np.float32)))
+    assert not numpy_step(Block(torch.zeros(3, 2), None))  # no tokens: a sparse block
 
 
+@pytest.mark.parametrize("fused", [False, True])  # the NumPy step, or the GPU's kernel
 @pytest.mark.parametrize("n, dtype", [(2000, np.float64), (5000, np.float64),
-                                      (5000, np.float32)])  # small; chunked; fused
-def test_fits_by_each_kernel_equal_kmeans(n, dtype):
+                                      (5000, np.float32)])  # small; chunked
+def test_fits_by_each_kernel_equal_kmeans(n, dtype, fused, monkeypatch):
+    if fused:  # what a fit on a GPU runs, on the CPU
+        monkeypatch.setattr(lloyd, "numpy_step", lambda block: False)
     rng = np.random.default_rng(3)
     X = (rng.normal(size=(n, 6)) + rng.integers(0, 4, size=(n, 1)) * 3.0).astype(dtype)
     init = X[:10].copy()

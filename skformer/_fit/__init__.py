@@ -7,8 +7,8 @@ estimators).
 - :mod:`.frame`: the fit frame (mean translation, power-of-two scale) and the
   learned model's frame;
 - :mod:`.lloyd`: Lloyd's step as per-block partial, merge, finish; scoring; its
-  per-block kernel is :func:`~skformer.nn.exact_step`, or on the CPU for a small block
-  (at most 2**15 distances) or a float64 one the same arithmetic in NumPy, :mod:`.cpu`;
+  per-block kernel is, on the CPU, the same arithmetic in NumPy (:mod:`.cpu`), on a
+  GPU :func:`~skformer.nn.exact_step`;
 - :mod:`.learned`: the learned steps on the context sample;
 - :mod:`.runs`: initialisation, runs with their stopping rules, best of ``n_init``.
 """

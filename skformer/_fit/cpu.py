@@ -1,34 +1,36 @@
-"""Lloyd's step on the CPU in NumPy, where it beats the fused torch kernel.
+"""Lloyd's step on the CPU, in NumPy.
 
 Dimension legend: ``m`` rows of a block, ``k`` clusters, ``d`` features.
 
 The fused kernel (:func:`~skformer.nn.exact_step`) computes a block's step in about two
-dozen torch operations, two of them matrix products. This module computes the same step
-with NumPy (and one torch scatter-add) for two kinds of dense blocks on the CPU:
+dozen torch operations over the whole block. On the CPU this module computes the same
+step with NumPy instead, in one of two ways:
 
-- **small blocks**, at most :data:`SMALL` distances (``m * k``; each of iris, wine,
+- **a small block**, at most :data:`SMALL` distances (``m * k``; each of iris, wine,
   breast_cancer and digits is one such block). There a torch operation's fixed cost (a
   few microseconds, and as much again of Python around it) exceeds its arithmetic: a step
   of iris took about 220 us in the fused kernel and 50 here. The nearest centre of each
   row is the argmin of one product of the tokens ``[x ; 1]`` with ``[-2 c ; |c|^2]``; each
   cluster's sum and mass, a scatter-add of the (weighted) tokens in row order (torch's
   ``index_add_``: on digits 65 us, where NumPy's product with one-hot labels took 160).
-- **float64 blocks**, any size: torch's float64 products (MKL) took twice as long as
-  NumPy's (OpenBLAS) on an AVX2 AMD EPYC (float32: the same). The fused kernel's
-  arithmetic, in chunks of about :data:`CHUNK` distances on KMeans' thread count: the
-  distances centres-major, their minimum over the centres, one-hot codes from the
-  equality with it (exact ties: the first centre), weighted, and one product with the
-  tokens. Measured per step against KMeans' iteration, alternating in one run (2 cores):
-  n = 1e5, d = 32, k = 10: 2.1x against the fused kernel's 3.2x; d = 8: 2.0x against
-  2.8x; k = 40: 2.1x against 2.9x; n = 1e4: 1.7x against 2.2x.
+- **a larger block**, in chunks of about :data:`CHUNK` distances (their distances and
+  codes stay in a core's cache between the operations, as KMeans' chunks of 256 rows
+  do), consecutive chunks on each of KMeans' threads. Per chunk, the fused kernel's
+  arithmetic: the distances centres-major, their minimum over the centres, one-hot codes
+  from the equality with it (exact ties: the first centre), weighted, and one product
+  with the tokens. Per step against KMeans' iteration, alternating in one run on a 2-core
+  AMD EPYC: n = 1e5, d = 32, k = 10: 1.6x (float64) and 2.2x (float32) against the fused
+  kernel's 2.7x and 2.9x; d = 8: 2.2x and 1.7x against 2.5x and 2.3x; k = 100 (float32):
+  1.6x against 2.0x; n = 1e6: 1.9x and 1.7x (k = 10, 100) against 2.2x and 2.0x. Chunks
+  of 2**16 distances were slower (2.8x at d = 8), and so were chunks handed to the
+  threads one by one (3.7x).
 
-Sums are in the data's dtype within a block (small) or a chunk (float64), returned in
-float64 (the fit adds blocks in float64, as it does the fused kernel's). Which kernel a
-block takes depends on its shape, dtype and device only, and the blocks of every
-container follow one grid of rows (:func:`~skformer._fit.sources.grid_rows`), so every
-container still gives the same result. Other blocks (float32 beyond :data:`SMALL`, and
-every block on a GPU) take the fused kernel, whose float32 products were as fast and
-whose threads and cache blocking win there.
+Sums are in the data's dtype within a block (small) or a chunk, returned in float64 and
+added in chunk order whatever the number of threads (the fit adds blocks in float64, as
+it does the fused kernel's). Which way a block takes depends on its shape only, and the
+blocks of every container follow one grid of rows
+(:func:`~skformer._fit.sources.grid_rows`), so every container still gives the same
+result. Blocks on a GPU take the fused kernel.
 """
 
 from __future__ import annotations
@@ -47,9 +49,8 @@ __all__ = ["CHUNK", "SMALL", "is_small", "lloyd_sums", "numpy_step", "block_lloy
 # 2 cores: 0.3-0.4 on iris and wine, 0.5 on breast_cancer, 0.7 on digits (1797 x 10),
 # 1.0-1.25 at 5000 x 10, 1.5 at 10000 x 10.
 SMALL = 2**15
-# Distances (rows x centres) per chunk of the chunked step: per step at n = 1e5, d = 8,
-# k = 10, chunks of 2**16 took 3.7x KMeans' iteration, 2**17 2.0x, 2**18 2.1x.
-CHUNK = 2**18
+# Distances (rows x centres) per chunk of a larger block (see the module's docstring).
+CHUNK = 2**17
 
 _TORCH = {np.float32: torch.float32, np.float64: torch.float64}
 
@@ -60,12 +61,9 @@ def is_small(block: Block, n_clusters: int) -> bool:
             and block.tokens.shape[0] * n_clusters <= SMALL)
 
 
-def numpy_step(block: Block, n_clusters: int) -> bool:
-    """Whether this module steps ``block``: a small block, or a float64 dense block on
-    the CPU."""
-    return is_small(block, n_clusters) or (
-        block.tokens is not None and block.tokens.device.type == "cpu"
-        and block.tokens.dtype == torch.float64)
+def numpy_step(block: Block) -> bool:
+    """Whether this module steps ``block``: a dense block on the CPU."""
+    return block.tokens is not None and block.tokens.device.type == "cpu"
 
 
 def _augmented(c: np.ndarray, dtype) -> np.ndarray:
@@ -91,8 +89,7 @@ def lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
     """Per-cluster weighted sums (k, d) and masses (k,), float64 arrays, of tokens
     ``[x ; 1]`` (m, d + 1) with weights ``w`` (m,) (None: 1) under their nearest of
-    centres ``c`` (k, d): the small step up to :data:`SMALL` distances, the chunked one
-    beyond.
+    centres ``c`` (k, d): the small step up to :data:`SMALL` distances, chunks beyond.
 
     Examples
     --------
@@ -108,15 +105,19 @@ def lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray
         acc = _scatter_sums(tokens, w, cc)
     else:
         rows = max(256, CHUNK // k)
-        starts = range(0, m, rows)
+        starts = list(range(0, m, rows))
+        threads = min(len(starts), _openmp_effective_n_threads())
+        per = -(-len(starts) // threads)
 
-        def part(s: int) -> np.ndarray:
-            return _chunk_sums(tokens[s : s + rows],
-                               None if w is None else w[s : s + rows], cc)
+        def run(group: list[int]) -> list[np.ndarray]:
+            return [_chunk_sums(tokens[s : s + rows], None if w is None else w[s : s + rows],
+                                cc) for s in group]
 
         acc = None
-        for p in ordered_map(part, starts, min(len(starts), _openmp_effective_n_threads())):
-            acc = p if acc is None else acc + p
+        groups = [starts[i : i + per] for i in range(0, len(starts), per)]
+        for parts in ordered_map(run, groups, len(groups)):
+            for p in parts:  # chunk by chunk, in order, whatever the threads
+                acc = p if acc is None else acc + p
     return acc[:, :d], acc[:, d]
 
 

@@ -9,9 +9,9 @@ keeps its centre. A block contributes its per-cluster sums and weights, summed i
 data's dtype within the block (or a chunk of it) and in float64 across blocks; blocks
 follow one grid of rows whatever the container
 (:func:`~skformer._fit.sources.grid_rows`), so every container gives the same result.
-The new centres are computed once, in the data's dtype. A dense block's kernel is
-:func:`~skformer.nn.exact_step`, or on the CPU for small and float64 blocks the same
-arithmetic in NumPy (:mod:`.cpu`); a sparse block's, :mod:`.sparse`.
+The new centres are computed once, in the data's dtype. A dense block's kernel is, on
+the CPU, the exact step's arithmetic in NumPy (:mod:`.cpu`), on a GPU
+:func:`~skformer.nn.exact_step`; a sparse block's, :mod:`.sparse`.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def lloyd_partial(block: Block, c: torch.Tensor) -> LloydStats:
     """A block's contribution to the step from centres ``c`` (k, d)."""
     if sp.issparse(block.x):
         return LloydStats(*sparse_lloyd_sums(block, c))
-    if numpy_step(block, c.shape[0]):
+    if numpy_step(block):
         return LloydStats(*block_lloyd_sums(block, c))
     stats = _block_step(block, c, labels=False)
     return LloydStats(_numpy(stats.sums[0].double()), _numpy(stats.mass[0].double()))
@@ -162,7 +162,7 @@ def _stepper(source: Source, c: torch.Tensor, model: ExactLloydModel | None
 
         return dense
     block = source.resident()
-    if block is not None and numpy_step(block, c.shape[0]):
+    if block is not None and numpy_step(block):
         tokens, w = block.tokens.numpy(), None if block.w is None else block.w.numpy()
 
         def resident(cn: np.ndarray):
