@@ -42,7 +42,7 @@ from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 from ..nn.threads import ordered_map
 from .sources import Block
 
-__all__ = ["CHUNK", "SMALL", "is_small", "lloyd_sums", "numpy_step", "block_lloyd_sums",
+__all__ = ["CHUNK", "SMALL", "block_lloyd_sums", "is_small", "lloyd_sums", "numpy_step",
            "small_score"]
 
 # Largest block (rows x centres) of the small step. Small step / fused step, one run on
@@ -136,7 +136,8 @@ def _chunk_sums(t: np.ndarray, w: np.ndarray | None, cc: np.ndarray) -> np.ndarr
     one-hot codes of their minimum over the centres (exact ties: the first centre),
     weighted, and one product with the tokens ``t`` (r, d + 1), in the data's dtype."""
     r = t.shape[0]
-    dist = cc @ t.T
+    rows = np.concatenate([t, np.zeros_like(t)]) if r == 1 else t  # see _nearest
+    dist = (cc @ rows.T)[:, :r]
     codes = np.empty_like(dist)
     np.equal(dist, dist.min(axis=0), out=codes, casting="unsafe")
     if codes.sum() != r:  # exact ties: the first centre only
