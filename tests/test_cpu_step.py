@@ -1,11 +1,11 @@
-"""The NumPy step on the CPU (``skformer._fit.cpu``): small blocks, and float64 blocks in
-chunks.
+"""The NumPy step on the CPU (``skformer._fit.cpu``): small blocks whole, larger blocks
+in chunks.
 
 Oracle first: its sums and masses equal the NumPy reference step and the fused kernel's
 (``exact_step``) on the same block, with weights, ties and a single row, on both sides of
-the small/chunked line; its score is the literal inertia. Then the choice: a block's
-kernel depends on its shape, dtype and device only, and fits that take either kernel
-still equal KMeans from the same centres.
+the small/chunked line; its score is the literal inertia. Then the choice: the NumPy step
+takes every dense CPU block (the small one by its shape), and fits by it and by the fused
+kernel (a GPU's) still equal KMeans from the same centres.
 """
 
 import numpy as np
@@ -102,7 +102,7 @@ def test_the_kernel_is_chosen_by_the_device_and_the_small_step_by_the_shape():
 
 @pytest.mark.parametrize("fused", [False, True])  # the NumPy step, or the GPU's kernel
 @pytest.mark.parametrize("n, dtype", [(2000, np.float64), (5000, np.float64),
-                                      (5000, np.float32)])  # small; chunked
+                                      (5000, np.float32)])  # small; chunked; chunked
 def test_fits_by_each_kernel_equal_kmeans(n, dtype, fused, monkeypatch):
     if fused:  # what a fit on a GPU runs, on the CPU
         monkeypatch.setattr(lloyd, "numpy_step", lambda block: False)

@@ -178,12 +178,11 @@ def compare(dataset: Dataset, seeds: Sequence[int], *, n_init=1, device: str = "
                 times[name].append(_timed_fit(
                     ests[name], X, kmeans_blas_threads if name == "kmeans" else None))
         ms = {name: statistics.median(v) for name, v in times.items()}
-        order = ("kmeans", "ours") if i % 2 == 0 else ("ours", "kmeans")
         km, ours = ests["kmeans"], ests["ours"]
         inertia = [labels_inertia(X, est.cluster_centers_)[1] for est in (km, ours)]
         records.append(Record(
             dataset=dataset.name, n=X.shape[0], d=X.shape[1], k=k, seed=int(seed),
-            n_init=n_init, device=device, kmeans_first=order[0] == "kmeans",
+            n_init=n_init, device=device, kmeans_first=i % 2 == 0,
             kmeans_inertia=inertia[0], ours_inertia=inertia[1],
             inertia_ratio=_ratio(inertia[1], inertia[0]),
             kmeans_ari=float(adjusted_rand_score(y, km.labels_)),

@@ -42,8 +42,8 @@ from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 from ..nn.threads import ordered_map
 from .sources import Block
 
-__all__ = ["CHUNK", "SMALL", "block_lloyd_sums", "is_small", "lloyd_sums", "numpy_step",
-           "small_score"]
+__all__ = ["CHUNK", "SMALL", "block_arrays", "block_lloyd_sums", "is_small", "lloyd_sums",
+           "numpy_step", "small_score"]
 
 # Largest block (rows x centres) of the small step. Small step / fused step, one run on
 # 2 cores: 0.3-0.4 on iris and wine, 0.5 on breast_cancer, 0.7 on digits (1797 x 10),
@@ -76,13 +76,17 @@ def _augmented(c: np.ndarray, dtype) -> np.ndarray:
     return cc
 
 
+def _two_rows(t: np.ndarray) -> np.ndarray:
+    """Rows ``t``, with a zero row below a single one: a matrix-vector product would sum
+    in another order than a block's product, and a row's distances must not depend on
+    its block."""
+    return np.concatenate([t, np.zeros_like(t)]) if t.shape[0] == 1 else t
+
+
 def _nearest(tokens: np.ndarray, cc: np.ndarray) -> np.ndarray:
     """Nearest centre (m,) of tokens ``[x ; 1]`` (m, d + 1) given ``cc = [-2 c ; |c|^2]``,
-    lowest index on ties. A single row is multiplied with a zero row below it (a
-    matrix-vector product would sum in another order than a block's)."""
-    m = tokens.shape[0]
-    rows = np.concatenate([tokens, np.zeros_like(tokens)]) if m == 1 else tokens
-    return (rows @ cc.T)[:m].argmin(1)
+    lowest index on ties."""
+    return (_two_rows(tokens) @ cc.T)[: tokens.shape[0]].argmin(1)
 
 
 def lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray
@@ -136,8 +140,7 @@ def _chunk_sums(t: np.ndarray, w: np.ndarray | None, cc: np.ndarray) -> np.ndarr
     one-hot codes of their minimum over the centres (exact ties: the first centre),
     weighted, and one product with the tokens ``t`` (r, d + 1), in the data's dtype."""
     r = t.shape[0]
-    rows = np.concatenate([t, np.zeros_like(t)]) if r == 1 else t  # see _nearest
-    dist = (cc @ rows.T)[:, :r]
+    dist = (cc @ _two_rows(t).T)[:, :r]
     codes = np.empty_like(dist)
     np.equal(dist, dist.min(axis=0), out=codes, casting="unsafe")
     if codes.sum() != r:  # exact ties: the first centre only
@@ -147,14 +150,15 @@ def _chunk_sums(t: np.ndarray, w: np.ndarray | None, cc: np.ndarray) -> np.ndarr
     return (codes @ t).astype(np.float64)
 
 
-def _arrays(block: Block):
+def block_arrays(block: Block) -> tuple[np.ndarray, np.ndarray | None]:
+    """A dense block's tokens ``[x ; 1]`` and weights as NumPy arrays (no copy)."""
     return block.tokens.numpy(), None if block.w is None else block.w.numpy()
 
 
 def block_lloyd_sums(block: Block, c: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
     """:func:`lloyd_sums` of a block that :func:`numpy_step` takes, from centres ``c``
     (k, d) (fit frame, on the CPU)."""
-    return lloyd_sums(*_arrays(block), c.numpy())
+    return lloyd_sums(*block_arrays(block), c.numpy())
 
 
 def small_score(block: Block, c: torch.Tensor, other: torch.Tensor | None):
@@ -162,7 +166,7 @@ def small_score(block: Block, c: torch.Tensor, other: torch.Tensor | None):
     float64 scalar tensor; each distance from the literal differences in the data's
     dtype) and, with ``other`` centres, the (k * k,) contingency table of the two
     nearest-centre assignments."""
-    tokens, w = _arrays(block)
+    tokens, w = block_arrays(block)
     cn = c.numpy().astype(tokens.dtype, copy=False)
     k, d = cn.shape
     labels = _nearest(tokens, _augmented(cn, tokens.dtype))

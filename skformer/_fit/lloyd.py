@@ -28,7 +28,7 @@ import torch
 
 from ..nn.kernel import Workspace, exact_step
 from ..nn.model import ExactLloydModel
-from .cpu import block_lloyd_sums, is_small, lloyd_sums, numpy_step, small_score
+from .cpu import block_arrays, block_lloyd_sums, is_small, lloyd_sums, numpy_step, small_score
 from .sources import Block, DaskSource, Source, sum_parts
 from .sparse import sparse_lloyd_sums, sparse_norms, sparse_score
 
@@ -163,7 +163,7 @@ def _stepper(source: Source, c: torch.Tensor, model: ExactLloydModel | None
         return dense
     block = source.resident()
     if block is not None and numpy_step(block):
-        tokens, w = block.tokens.numpy(), None if block.w is None else block.w.numpy()
+        tokens, w = block_arrays(block)
 
         def resident(cn: np.ndarray):
             stats = LloydStats(*lloyd_sums(tokens, w, cn))
