@@ -14,7 +14,7 @@ import torch
 from sklearn.cluster import KMeans
 
 from skformer import TransformerKMeans
-from skformer._fit import cpu, lloyd
+from skformer._fit import compiled, cpu, lloyd
 from skformer._fit.cpu import SMALL, is_small, lloyd_sums, numpy_step, small_score
 from skformer._fit.sources import Block
 from skformer.nn.kernel import exact_step
@@ -30,11 +30,15 @@ def block_of(x, w=None):
     return Block(t[:, :-1], None if w is None else torch.from_numpy(w), t)
 
 
-@pytest.fixture(params=["small", "chunked"])
+@pytest.fixture(params=["compiled", "compiled-chunked", "small", "chunked"])
 def step_kind(request, monkeypatch):
-    """The small step, or the chunked one (in chunks of 256 rows, so a few hundred rows
-    make several chunks)."""
-    if request.param == "chunked":
+    """The compiled step (numba) or, without it, the NumPy step: small, or chunked. The
+    chunked ones in chunks of 256 rows, so a few hundred rows make several chunks."""
+    if not request.param.startswith("compiled"):
+        monkeypatch.setattr(compiled, "kernel", lambda: None)
+    elif compiled.kernel() is None:
+        pytest.skip("numba is not importable here")
+    if request.param.endswith("chunked"):
         monkeypatch.setattr(cpu, "SMALL", 0)
         monkeypatch.setattr(cpu, "CHUNK", 1)
     return request.param
@@ -100,11 +104,42 @@ def test_the_kernel_is_chosen_by_the_device_and_the_small_step_by_the_shape():
     assert not numpy_step(Block(torch.zeros(3, 2), None))  # no tokens: a sparse block
 
 
-@pytest.mark.parametrize("fused", [False, True])  # the NumPy step, or the GPU's kernel
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_compiled_sums_do_not_depend_on_the_number_of_threads(threads, dtype):
+    kernels = compiled.kernel()
+    if kernels is None:
+        pytest.skip("numba is not importable here")
+    rng = np.random.default_rng(5)
+    x = (rng.normal(size=(2900, 7)) * 50 + 1e3).astype(dtype)
+    w = rng.uniform(0.1, 3, 2900)
+    cc = cpu._augmented(x[:6], dtype)
+    for weights in (None, w):
+        one = compiled.lloyd_sums(kernels, tokens_of(x), weights, cc, rows=300, threads=1)
+        many = compiled.lloyd_sums(kernels, tokens_of(x), weights, cc, rows=300,
+                                   threads=threads)
+        np.testing.assert_array_equal(one, many)
+        assert one.dtype == np.float64 and one.shape == (6, 8)
+
+
+def test_the_compiled_step_is_switched_off_by_the_environment(monkeypatch):
+    compiled.kernel.cache_clear()
+    monkeypatch.setenv("SKFORMER_COMPILED", "0")
+    try:
+        assert compiled.kernel() is None
+    finally:
+        compiled.kernel.cache_clear()
+
+
+@pytest.mark.parametrize("kernel", ["compiled", "numpy", "fused"])  # fused: a GPU's
 @pytest.mark.parametrize("n, dtype", [(2000, np.float64), (5000, np.float64),
                                       (5000, np.float32)])  # small; chunked; chunked
-def test_fits_by_each_kernel_equal_kmeans(n, dtype, fused, monkeypatch):
-    if fused:  # what a fit on a GPU runs, on the CPU
+def test_fits_by_each_kernel_equal_kmeans(n, dtype, kernel, monkeypatch):
+    if kernel == "compiled" and compiled.kernel() is None:
+        pytest.skip("numba is not importable here")
+    if kernel == "numpy":
+        monkeypatch.setattr(compiled, "kernel", lambda: None)
+    if kernel == "fused":  # what a fit on a GPU runs, on the CPU
         monkeypatch.setattr(lloyd, "numpy_step", lambda block: False)
     rng = np.random.default_rng(3)
     X = (rng.normal(size=(n, 6)) + rng.integers(0, 4, size=(n, 1)) * 3.0).astype(dtype)

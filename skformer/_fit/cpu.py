@@ -25,9 +25,15 @@ step with NumPy instead, in one of two ways:
   of 2**16 distances were slower (2.8x at d = 8), and so were chunks handed to the
   threads one by one (3.7x).
 
-Sums are in the data's dtype within a block (small) or a chunk, returned in float64 and
-added in chunk order whatever the number of threads (the fit adds blocks in float64, as
-it does the fused kernel's). Which way a block takes depends on its shape only, and the
+Where numba is importable, every dense CPU block is stepped by the compiled kernel
+(:mod:`.compiled`, KMeans' loop: one product per 256 rows, each row added to its
+cluster's float64 sums) on the same grid of chunks; the two NumPy ways above are its
+fallback (no numba, or ``SKFORMER_COMPILED=0``).
+
+The NumPy ways sum in the data's dtype within a block (small) or a chunk; every way
+returns float64 sums, added in chunk order whatever the number of threads (the fit adds
+blocks in float64, as it does the fused kernel's). Which way a block takes depends on
+its shape (and on numba being there) only, and the
 blocks of every container follow one grid of rows
 (:func:`~skformer._fit.sources.grid_rows`), so every container still gives the same
 result. Blocks on a GPU take the fused kernel.
@@ -40,6 +46,7 @@ import torch
 from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 
 from ..nn.threads import ordered_map
+from . import compiled
 from .sources import Block
 
 __all__ = ["CHUNK", "SMALL", "block_arrays", "block_lloyd_sums", "is_small", "lloyd_sums",
@@ -93,7 +100,8 @@ def lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
     """Per-cluster weighted sums (k, d) and masses (k,), float64 arrays, of tokens
     ``[x ; 1]`` (m, d + 1) with weights ``w`` (m,) (None: 1) under their nearest of
-    centres ``c`` (k, d): the small step up to :data:`SMALL` distances, chunks beyond.
+    centres ``c`` (k, d): compiled (:mod:`.compiled`) where numba is importable, else
+    the small step up to :data:`SMALL` distances, chunks beyond.
 
     Examples
     --------
@@ -105,10 +113,13 @@ def lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray
     k, d = c.shape
     cc = _augmented(c, tokens.dtype)
     m = tokens.shape[0]
-    if m * k <= SMALL:
+    rows = max(256, CHUNK // k)
+    kernels = compiled.kernel()
+    if kernels is not None:
+        acc = compiled.lloyd_sums(kernels, tokens, w, cc, rows, _openmp_effective_n_threads())
+    elif m * k <= SMALL:
         acc = _scatter_sums(tokens, w, cc)
     else:
-        rows = max(256, CHUNK // k)
         starts = list(range(0, m, rows))
         threads = min(len(starts), _openmp_effective_n_threads())
         per = -(-len(starts) // threads)
