@@ -18,15 +18,21 @@ from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 
 from skformer import ExactLloydTransformer, TransformerKMeans
-from skformer._fit import assign
+from skformer._fit import assign, compiled
 from skformer._fit.assign import labels_inertia
 
 
-@pytest.fixture(params=["literal", "certified"])
+@pytest.fixture(params=["literal", "literal-numpy", "certified"])
 def dense_path(request, monkeypatch):
     """Run a dense test through either arithmetic: every answer from the literal
-    differences (small data), or certified products (larger data)."""
-    monkeypatch.setattr(assign, "_LITERAL", 2**62 if request.param == "literal" else -1)
+    differences (small data; compiled, or in NumPy), or certified products (larger
+    data)."""
+    if request.param == "literal" and compiled.kernel() is None:
+        pytest.skip("numba is not importable here")
+    if request.param == "literal-numpy":
+        monkeypatch.setattr(compiled, "kernel", lambda: None)
+    monkeypatch.setattr(assign, "_LITERAL",
+                        -1 if request.param == "certified" else 2**62)
     return request.param
 
 
@@ -74,6 +80,17 @@ def test_centres_near_1e300_keep_the_small_distances(at, dense_path):
     labels, inertia = labels_inertia(X, centers)
     check_nearest(X, centers, labels, inertia)
     assert inertia == pytest.approx(385.5296948589, rel=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e-250])  # squares near and below underflow
+def test_tiny_distances_keep_their_labels(scale, dense_path):
+    X = outlier_data(1e3)
+    centers = np.array([X[:100].mean(0), X[100:200].mean(0), X[200]])
+    labels, inertia = labels_inertia(X * scale, centers * scale)
+    assert np.bincount(labels).tolist() == [100, 100, 1]
+    np.testing.assert_array_equal(labels, labels_inertia(X, centers)[0])
+    with np.errstate(under="ignore"):
+        assert inertia == pytest.approx(385.5296948589 * scale * scale, rel=1e-9, abs=0)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

@@ -14,6 +14,7 @@ from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 from sklearn.utils.extmath import row_norms
 
 from ..nn.threads import ordered_map
+from . import compiled
 from .frame import UNIT_RANGE, ldexp_csr, power_of_two
 from .threads import one_blas_thread
 
@@ -166,16 +167,20 @@ def _certain_labels(expanded: np.ndarray, x_norm: np.ndarray, c_norm: np.ndarray
 def _literal_labels(x: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Nearest centre of rows ``x`` (m, d) among ``c`` (k, d), both in the user's frame,
     from the literal differences (float64), lowest index on ties. Each row's differences
-    are scaled by the power of two of its nearest candidate's largest one, so its
-    squared distances neither overflow nor underflow. Chunked so that the (rows, k, d)
+    are scaled by the power of two of its nearest candidate's largest one (among the
+    centres it does not equal), so its squared distances neither overflow nor
+    underflow. Chunked so that the (rows, k, d)
     differences stay about 2**20 values."""
     rows = max(1, _PRODUCTS // max(1, c.shape[0] * c.shape[1]))
     out = np.empty(x.shape[0], dtype=np.int64)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         for s in range(0, x.shape[0], rows):
             diff = x[s : s + rows, None, :] - c[None]
-            top = np.abs(diff).max(axis=2).min(axis=1)  # (rows,)
-            power = np.frexp(np.where(top > 0, top, 1.0))[1]
+            # The nearest candidate's largest difference, among the centres the row is
+            # not equal to (its distance to those it equals is 0 at any scale).
+            top = np.abs(diff).max(axis=2)
+            top = np.where(top > 0, top, np.inf).min(axis=1)  # (rows,)
+            power = np.frexp(np.where(top < np.inf, top, 1.0))[1]
             diff = np.ldexp(diff, -power[:, None, None])
             out[s : s + rows] = np.einsum("mkd,mkd->mk", diff, diff).argmin(axis=1)
     return out
@@ -291,11 +296,19 @@ def labels_inertia(
 
 
 def _literal_labels_inertia(X, centers, sample_weight):
-    """:func:`labels_inertia` of few rows: every answer from the literal differences."""
-    x = np.asarray(X, dtype=np.float64)
-    centers = np.asarray(centers, dtype=np.float64)
-    labels = _literal_labels(x, centers)
+    """:func:`labels_inertia` of few rows: every answer from the literal differences
+    (compiled where numba is there and no square can have overflowed or underflowed;
+    else scaled by powers of two in NumPy)."""
+    x = np.ascontiguousarray(X, dtype=np.float64)
+    centers = np.ascontiguousarray(centers, dtype=np.float64)
     w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    kernels = compiled.kernel()
+    if kernels is not None:
+        labels, sq = np.empty(x.shape[0], dtype=np.int32), np.empty(x.shape[0])
+        if kernels.literal_nearest(x, centers, labels, sq) == 0:
+            with np.errstate(over="ignore"):
+                return labels, float(sq.sum() if w is None else sq @ w)
+    labels = _literal_labels(x, centers)
     return labels.astype(np.int32), _squares(x - centers[labels], w)
 
 

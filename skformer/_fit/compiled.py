@@ -39,21 +39,33 @@ import numpy as np
 
 from ..nn.threads import ordered_map
 
-__all__ = ["add_in_order", "chunk_sums", "kernel", "lloyd_sums"]
+__all__ = ["add_in_order", "chunk_sums", "kernel", "literal_nearest", "lloyd_sums"]
 
 logger = logging.getLogger("skformer")
 
 # Rows per product: their distances (256 x k) stay in a core's cache, as KMeans' do.
 _ROWS = 256
+# Below this a squared distance may hold underflowed squares (see literal_nearest).
+_TINY = 2.0**-900
+# No weights: every row counts 1.
+_ONES = np.empty(0)
 
 
-def chunk_sums(t, w, cct, rows, first, stop, out):  # pragma: no cover - compiled
+def chunk_sums(t, w, c, rows, first, stop, out):  # pragma: no cover - compiled
     """Sums of chunks ``first`` to ``stop - 1`` (``rows`` rows each) of tokens ``t``
-    (m, D) under their nearest centre, into ``out`` (stop - first, k, D), float64 zeros;
-    ``w`` (m,) float64 weights or an empty array (all 1); ``cct = [-2 c ; |c|^2]^T`` (D, k), of
-    ``t``'s dtype. Compiled by :func:`kernel`; plain Python (slow) as it stands."""
+    (m, D) under their nearest of the centres ``c`` (k, d) (``t``'s dtype), into ``out``
+    (stop - first, k, D), float64 zeros; ``w`` (m,) float64 weights or an empty array
+    (all 1). Compiled by :func:`kernel`; plain Python (slow) as it stands."""
     m, width = t.shape
-    k = cct.shape[1]
+    k, d = c.shape
+    cct = np.empty((width, k), dtype=t.dtype)  # [-2 c ; |c|^2]^T
+    for j in range(k):
+        norm = c[j, 0] * c[j, 0]
+        for q in range(1, d):
+            norm += c[j, q] * c[j, q]
+        cct[d, j] = norm
+        for q in range(d):
+            cct[q, j] = -2 * c[j, q]  # exact: a power of two
     dist = np.empty((_ROWS, k), dtype=t.dtype)
     for chunk in range(first, stop):
         acc = out[chunk - first]
@@ -79,6 +91,34 @@ def chunk_sums(t, w, cct, rows, first, stop, out):  # pragma: no cover - compile
                         acc[best, q] += weight * t[row, q]
 
 
+def literal_nearest(x, c, labels, sq):  # pragma: no cover - compiled
+    """The nearest of centres ``c`` (k, d) to each row of ``x`` (m, d), both float64,
+    by the literal differences (lowest index on ties), into ``labels`` (m,), and its
+    squared distance into ``sq`` (m,). Returns the number of rows whose nearest squared
+    distance is not in ``[2**-900, inf)``: a square may have overflowed or underflowed
+    there, and the caller takes those rows' answers from scaled arithmetic. Compiled by
+    :func:`kernel`."""
+    m, d = x.shape
+    k = c.shape[0]
+    unsure = 0
+    for i in range(m):
+        best = np.inf
+        label = 0
+        for j in range(k):
+            total = 0.0
+            for q in range(d):
+                diff = x[i, q] - c[j, q]
+                total += diff * diff
+            if total < best:
+                best = total
+                label = j
+        labels[i] = label
+        sq[i] = best
+        if not _TINY <= best < np.inf:
+            unsure += 1
+    return unsure
+
+
 def add_in_order(parts):  # pragma: no cover - compiled
     """``parts[0] + parts[1] + ...`` (k, D), in that order. Compiled by :func:`kernel`."""
     acc = parts[0].copy()
@@ -88,11 +128,13 @@ def add_in_order(parts):  # pragma: no cover - compiled
 
 
 class _Kernels:
-    """The compiled :func:`chunk_sums` and :func:`add_in_order`."""
+    """The compiled :func:`chunk_sums`, :func:`add_in_order` and
+    :func:`literal_nearest`."""
 
     def __init__(self, jit: Callable):
         self.chunk_sums = jit(chunk_sums)
         self.add_in_order = jit(add_in_order)
+        self.literal_nearest = jit(literal_nearest)
 
 
 @functools.cache
@@ -116,30 +158,33 @@ def kernel() -> _Kernels | None:
 
 
 def lloyd_sums(kernels: _Kernels, tokens: np.ndarray, w: np.ndarray | None,
-               cc: np.ndarray, rows: int, threads: int) -> np.ndarray:
+               c: np.ndarray, rows: int, threads: int) -> np.ndarray:
     """Per-cluster sums (k, D), float64, of tokens ``[x ; 1]`` (m, D) with weights ``w``
-    (m,) (None: 1) under their nearest of the centres ``cc = [-2 c ; |c|^2]`` (k, D), in
-    chunks of ``rows`` rows on ``threads`` threads; the last column holds the masses.
+    (m,) (None: 1) under their nearest of the centres ``c`` (k, d), in chunks of
+    ``rows`` rows on ``threads`` threads; the last column holds the masses.
 
     Examples
     --------
     >>> t = np.array([[0.0, 1.0], [1.0, 1.0], [10.0, 1.0]])   # tokens [x ; 1]
-    >>> cc = np.array([[-0.0, 0.0], [-18.0, 81.0]])           # centres 0 and 9
-    >>> lloyd_sums(kernel(), t, None, cc, rows=256, threads=1).tolist()
-    [[1.0, 2.0], [10.0, 1.0]]
+    >>> lloyd_sums(kernel(), t, None, np.array([[0.0], [9.0]]), rows=256, threads=1)
+    array([[ 1.,  2.],
+           [10.,  1.]])
     """
-    m = tokens.shape[0]
+    m, width = tokens.shape
+    c = np.ascontiguousarray(c, tokens.dtype)
+    wt = _ONES if w is None else np.ascontiguousarray(w, np.float64)
     chunks = -(-m // rows)
+    parts = np.zeros((chunks, c.shape[0], width))
     threads = max(1, min(chunks, threads))
-    per = -(-chunks // threads)
-    parts = np.zeros((chunks, *cc.shape))
-    cct = np.ascontiguousarray(cc.T)
-    wt = np.empty(0) if w is None else np.ascontiguousarray(w, np.float64)
+    if threads == 1:
+        kernels.chunk_sums(tokens, wt, c, rows, 0, chunks, parts)
+    else:
+        per = -(-chunks // threads)
 
-    def run(first: int) -> None:
-        stop = min(chunks, first + per)
-        kernels.chunk_sums(tokens, wt, cct, rows, first, stop, parts[first:stop])
+        def run(first: int) -> None:
+            stop = min(chunks, first + per)
+            kernels.chunk_sums(tokens, wt, c, rows, first, stop, parts[first:stop])
 
-    for _ in ordered_map(run, range(0, chunks, per), threads):
-        pass
+        for _ in ordered_map(run, range(0, chunks, per), threads):
+            pass
     return parts[0] if chunks == 1 else kernels.add_in_order(parts)

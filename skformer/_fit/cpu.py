@@ -111,13 +111,14 @@ def lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray
     ([1.0, 10.0], [2.0, 1.0])
     """
     k, d = c.shape
-    cc = _augmented(c, tokens.dtype)
     m = tokens.shape[0]
     rows = max(256, CHUNK // k)
     kernels = compiled.kernel()
     if kernels is not None:
-        acc = compiled.lloyd_sums(kernels, tokens, w, cc, rows, _openmp_effective_n_threads())
-    elif m * k <= SMALL:
+        acc = compiled.lloyd_sums(kernels, tokens, w, c, rows, _openmp_effective_n_threads())
+        return acc[:, :d], acc[:, d]
+    cc = _augmented(c, tokens.dtype)
+    if m * k <= SMALL:
         acc = _scatter_sums(tokens, w, cc)
     else:
         starts = list(range(0, m, rows))
