@@ -113,10 +113,10 @@ def test_compiled_sums_do_not_depend_on_the_number_of_threads(threads, dtype):
     rng = np.random.default_rng(5)
     x = (rng.normal(size=(2900, 7)) * 50 + 1e3).astype(dtype)
     w = rng.uniform(0.1, 3, 2900)
-    c = x[:6].copy()
+    cc = cpu._augmented(x[:6], dtype)
     for weights in (None, w):
-        one = compiled.lloyd_sums(kernels, tokens_of(x), weights, c, rows=300, threads=1)
-        many = compiled.lloyd_sums(kernels, tokens_of(x), weights, c, rows=300,
+        one = compiled.lloyd_sums(kernels, tokens_of(x), weights, cc, rows=300, threads=1)
+        many = compiled.lloyd_sums(kernels, tokens_of(x), weights, cc, rows=300,
                                    threads=threads)
         np.testing.assert_array_equal(one, many)
         assert one.dtype == np.float64 and one.shape == (6, 8)

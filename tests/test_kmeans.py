@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.cluster import KMeans
-from sklearn.datasets import load_iris, make_blobs
+from sklearn.datasets import load_breast_cancer, load_digits, load_iris, make_blobs
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import adjusted_rand_score
 from sklearn.model_selection import GridSearchCV, cross_val_score
@@ -106,6 +106,20 @@ def test_the_default_fast_mode_is_kmeans(global_random_seed):
     np.testing.assert_array_equal(ours.labels_, km.labels_)
     assert ours.n_iter_ == km.n_iter_
     assert not ours.learned_used_ and ours.selected_run_ == "lloyd"
+
+
+@pytest.mark.parametrize("load, k", [(load_digits, 10), (load_breast_cancer, 2)])
+def test_the_default_fast_mode_is_kmeans_on_bundled_data(load, k):
+    """Near ties in real data fall as in KMeans' loop: the distances' norms are KMeans'
+    (a fit that summed them in another order ended elsewhere on one seed of digits)."""
+    X = load().data
+    for seed in range(5):
+        ours = TransformerKMeans(n_clusters=k, random_state=seed).fit(X)
+        km = KMeans(k, random_state=seed).fit(X)
+        np.testing.assert_array_equal(ours.labels_, km.labels_)
+        np.testing.assert_allclose(ours.cluster_centers_, km.cluster_centers_, rtol=1e-9,
+                                   atol=1e-9)
+        assert ours.n_iter_ == km.n_iter_
 
 
 def test_more_learned_starts_never_end_higher(global_random_seed):

@@ -7,8 +7,8 @@ estimators).
 - :mod:`.frame`: the fit frame (mean translation, power-of-two scale) and the
   learned model's frame;
 - :mod:`.lloyd`: Lloyd's step as per-block partial, merge, finish; scoring; its
-  per-block kernel is, on the CPU, the same arithmetic in NumPy (:mod:`.cpu`), on a
-  GPU :func:`~skformer.nn.exact_step`;
+  per-block kernel is, on the CPU, compiled with numba (:mod:`.compiled`) or in NumPy
+  without it (:mod:`.cpu`), on a GPU :func:`~skformer.nn.exact_step`;
 - :mod:`.learned`: the learned steps on the context sample;
 - :mod:`.runs`: initialisation, runs with their stopping rules, best of ``n_init``.
 """

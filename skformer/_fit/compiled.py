@@ -51,21 +51,14 @@ _TINY = 2.0**-900
 _ONES = np.empty(0)
 
 
-def chunk_sums(t, w, c, rows, first, stop, out):  # pragma: no cover - compiled
+def chunk_sums(t, w, cct, rows, first, stop, out):  # pragma: no cover - compiled
     """Sums of chunks ``first`` to ``stop - 1`` (``rows`` rows each) of tokens ``t``
-    (m, D) under their nearest of the centres ``c`` (k, d) (``t``'s dtype), into ``out``
-    (stop - first, k, D), float64 zeros; ``w`` (m,) float64 weights or an empty array
-    (all 1). Compiled by :func:`kernel`; plain Python (slow) as it stands."""
+    (m, D) under their nearest centre, into ``out`` (stop - first, k, D), float64 zeros;
+    ``w`` (m,) float64 weights or an empty array (all 1); ``cct = [-2 c ; |c|^2]^T``
+    (D, k), of ``t``'s dtype. Compiled by :func:`kernel`; plain Python (slow) as it
+    stands."""
     m, width = t.shape
-    k, d = c.shape
-    cct = np.empty((width, k), dtype=t.dtype)  # [-2 c ; |c|^2]^T
-    for j in range(k):
-        norm = c[j, 0] * c[j, 0]
-        for q in range(1, d):
-            norm += c[j, q] * c[j, q]
-        cct[d, j] = norm
-        for q in range(d):
-            cct[q, j] = -2 * c[j, q]  # exact: a power of two
+    k = cct.shape[1]
     dist = np.empty((_ROWS, k), dtype=t.dtype)
     for chunk in range(first, stop):
         acc = out[chunk - first]
@@ -158,32 +151,34 @@ def kernel() -> _Kernels | None:
 
 
 def lloyd_sums(kernels: _Kernels, tokens: np.ndarray, w: np.ndarray | None,
-               c: np.ndarray, rows: int, threads: int) -> np.ndarray:
+               cc: np.ndarray, rows: int, threads: int) -> np.ndarray:
     """Per-cluster sums (k, D), float64, of tokens ``[x ; 1]`` (m, D) with weights ``w``
-    (m,) (None: 1) under their nearest of the centres ``c`` (k, d), in chunks of
+    (m,) (None: 1) under their nearest of the centres ``cc = [-2 c ; |c|^2]`` (k, D) (the
+    norms as KMeans computes them, so near ties fall as in its loop), in chunks of
     ``rows`` rows on ``threads`` threads; the last column holds the masses.
 
     Examples
     --------
     >>> t = np.array([[0.0, 1.0], [1.0, 1.0], [10.0, 1.0]])   # tokens [x ; 1]
-    >>> lloyd_sums(kernel(), t, None, np.array([[0.0], [9.0]]), rows=256, threads=1)
+    >>> cc = np.array([[-0.0, 0.0], [-18.0, 81.0]])           # centres 0 and 9
+    >>> lloyd_sums(kernel(), t, None, cc, rows=256, threads=1)
     array([[ 1.,  2.],
            [10.,  1.]])
     """
-    m, width = tokens.shape
-    c = np.ascontiguousarray(c, tokens.dtype)
+    m = tokens.shape[0]
+    cct = np.ascontiguousarray(cc.T)
     wt = _ONES if w is None else np.ascontiguousarray(w, np.float64)
     chunks = -(-m // rows)
-    parts = np.zeros((chunks, c.shape[0], width))
+    parts = np.zeros((chunks, *cc.shape))
     threads = max(1, min(chunks, threads))
     if threads == 1:
-        kernels.chunk_sums(tokens, wt, c, rows, 0, chunks, parts)
+        kernels.chunk_sums(tokens, wt, cct, rows, 0, chunks, parts)
     else:
         per = -(-chunks // threads)
 
         def run(first: int) -> None:
             stop = min(chunks, first + per)
-            kernels.chunk_sums(tokens, wt, c, rows, first, stop, parts[first:stop])
+            kernels.chunk_sums(tokens, wt, cct, rows, first, stop, parts[first:stop])
 
         for _ in ordered_map(run, range(0, chunks, per), threads):
             pass

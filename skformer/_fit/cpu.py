@@ -113,12 +113,11 @@ def lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray
     k, d = c.shape
     m = tokens.shape[0]
     rows = max(256, CHUNK // k)
+    cc = _augmented(c, tokens.dtype)
     kernels = compiled.kernel()
     if kernels is not None:
-        acc = compiled.lloyd_sums(kernels, tokens, w, c, rows, _openmp_effective_n_threads())
-        return acc[:, :d], acc[:, d]
-    cc = _augmented(c, tokens.dtype)
-    if m * k <= SMALL:
+        acc = compiled.lloyd_sums(kernels, tokens, w, cc, rows, _openmp_effective_n_threads())
+    elif m * k <= SMALL:
         acc = _scatter_sums(tokens, w, cc)
     else:
         starts = list(range(0, m, rows))

@@ -10,8 +10,9 @@ data's dtype within the block (or a chunk of it) and in float64 across blocks; b
 follow one grid of rows whatever the container
 (:func:`~skformer._fit.sources.grid_rows`), so every container gives the same result.
 The new centres are computed once, in the data's dtype. A dense block's kernel is, on
-the CPU, the exact step's arithmetic in NumPy (:mod:`.cpu`), on a GPU
-:func:`~skformer.nn.exact_step`; a sparse block's, :mod:`.sparse`.
+the CPU, the exact step compiled with numba (:mod:`.compiled`) or, without it, in NumPy
+(:mod:`.cpu`), on a GPU :func:`~skformer.nn.exact_step`; a sparse block's,
+:mod:`.sparse`.
 """
 
 from __future__ import annotations
