@@ -22,17 +22,17 @@ from skformer._fit import assign, compiled
 from skformer._fit.assign import labels_inertia
 
 
-@pytest.fixture(params=["literal", "literal-numpy", "certified"])
+@pytest.fixture(params=["literal", "literal-numpy", "certified", "certified-numpy"])
 def dense_path(request, monkeypatch):
     """Run a dense test through either arithmetic: every answer from the literal
-    differences (small data; compiled, or in NumPy), or certified products (larger
-    data)."""
-    if request.param == "literal" and compiled.kernel() is None:
-        pytest.skip("numba is not importable here")
-    if request.param == "literal-numpy":
+    differences (small data), or certified products (larger data); each compiled, or
+    in NumPy."""
+    if request.param.endswith("numpy"):
         monkeypatch.setattr(compiled, "kernel", lambda: None)
+    elif compiled.kernel() is None:
+        pytest.skip("numba is not importable here")
     monkeypatch.setattr(assign, "_LITERAL",
-                        -1 if request.param == "certified" else 2**62)
+                        -1 if request.param.startswith("certified") else 2**62)
     return request.param
 
 
@@ -132,3 +132,35 @@ def test_estimators_labels_inertia_and_score_with_an_outlier(Estimator, at):
         np.testing.assert_array_equal(est.labels_, km.labels_)
         np.testing.assert_allclose(est.cluster_centers_, km.cluster_centers_, rtol=1e-6)
         assert est.inertia_ == pytest.approx(km.inertia_, rel=1e-6)
+
+
+def test_compiled_certificates_never_certify_a_tie_and_agree_with_numpy(monkeypatch):
+    kernels = compiled.kernel()
+    if kernels is None:
+        pytest.skip("numba is not importable here")
+    rng = np.random.default_rng(7)
+    c = rng.normal(size=(40, 5)) * 3
+    c[0], c[1] = 0.0, [2.0, 0, 0, 0, 0]
+    c[2:, 0] += 50.0
+    x = rng.normal(size=(1000, 5)) * 3
+    x[:50, 0] = 1.0  # exactly as near centre 0 as centre 1, in floating point too
+    x[:50, 1:] = rng.integers(-2, 3, size=(50, 4)) / 8.0
+    labels = np.empty(1000, dtype=np.int64)
+    certain, exact = np.empty(1000, dtype=bool), np.empty(1000, dtype=bool)
+    c_sq = (c * c).sum(1)
+    total = kernels.certified_nearest(x, 1.0, np.zeros(5), np.ascontiguousarray(c.T), c_sq,
+                                      np.sqrt(c_sq), np.empty(0), 13 * assign._ROUNDING,
+                                      13 * assign._UNDERFLOW, labels, certain, exact)
+    sq = literal(x, c)
+    assert not certain[:50].any() and certain[50:].mean() > 0.9
+    np.testing.assert_array_equal(labels[certain], sq.argmin(1)[certain])
+    np.testing.assert_array_equal(labels[:50], np.zeros(50))  # the first of a tie
+    assert exact.sum() > 900 and not (exact & ~certain).any()
+    assert total == pytest.approx(sq.min(1)[exact].sum(), rel=1e-12)
+    monkeypatch.setattr(assign, "_LITERAL", -1)
+    got = labels_inertia(x, c)
+    monkeypatch.setattr(compiled, "kernel", lambda: None)
+    want = labels_inertia(x, c)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[0], sq.argmin(1))
+    assert got[1] == pytest.approx(want[1], rel=1e-12)

@@ -39,7 +39,8 @@ import numpy as np
 
 from ..nn.threads import ordered_map
 
-__all__ = ["add_in_order", "chunk_sums", "kernel", "literal_nearest", "lloyd_sums"]
+__all__ = ["add_in_order", "certified_nearest", "chunk_sums", "kernel", "literal_nearest",
+           "lloyd_sums"]
 
 logger = logging.getLogger("skformer")
 
@@ -112,6 +113,73 @@ def literal_nearest(x, c, labels, sq):  # pragma: no cover - compiled
     return unsure
 
 
+def certified_nearest(x, scale, shift, cst, c_sq, c_norm, w, factor, floor, labels,
+                      certain, exact):  # pragma: no cover - compiled
+    """The certified assignment of :func:`~skformer._fit.assign._nearest_chunk` in one
+    pass per 256 rows of ``x`` (m, d), any float dtype.
+
+    Each row is brought to float64, scaled by ``scale`` (a power of two) and translated
+    by ``shift`` (d,); one product with the translated centres ``cst`` (d, k), whose
+    squared norms are ``c_sq`` (k,) and norms ``c_norm`` (k,), gives ``|c|^2 - 2 x.c``.
+    Into ``labels`` (m,) the lowest value's centre (the first on ties); into ``certain``
+    (m,) whether it is certainly the nearest, each value being within ``factor * (|x| +
+    |c_j|)^2 + floor`` of the true one (the gap to the second value beyond twice the
+    largest centre's bound, else every other value less its own bound above the chosen
+    one plus its bound; exact ties never); into ``exact`` (m,) whether also ``|x|^2``
+    plus that value is the row's squared distance within 1e-9. Returns the (weighted by
+    ``w`` (m,), or 1 where ``w`` is empty) sum of those distances over the ``exact``
+    rows, in the scaled frame. Compiled by :func:`kernel`."""
+    m, d = x.shape
+    k = cst.shape[1]
+    top = 0.0
+    for j in range(k):
+        top = max(top, c_norm[j])
+    xs = np.empty((_ROWS, d))
+    near = np.empty((_ROWS, k))
+    total = 0.0
+    for a in range(0, m, _ROWS):
+        r = min(m, a + _ROWS) - a
+        for i in range(r):
+            for q in range(d):
+                xs[i, q] = np.float64(x[a + i, q]) * scale - shift[q]
+        np.dot(xs[:r], cst, near[:r])
+        for i in range(r):
+            row = a + i
+            x_sq = 0.0
+            for q in range(d):
+                x_sq += xs[i, q] * xs[i, q]
+            x_norm = np.sqrt(x_sq)
+            low = np.inf
+            second = np.inf
+            label = 0
+            for j in range(k):
+                value = c_sq[j] - 2.0 * near[i, j]
+                near[i, j] = value
+                if value < low:
+                    second = low
+                    low = value
+                    label = j
+                elif value < second:
+                    second = value
+            sure = second - low > 2.0 * (factor * (x_norm + top) ** 2 + floor)
+            if not sure and second > low:  # no exact tie: each centre's own bound
+                high = low + factor * (x_norm + c_norm[label]) ** 2 + floor
+                sure = True
+                for j in range(k):
+                    if j != label and near[i, j] - (factor * (x_norm + c_norm[j]) ** 2
+                                                    + floor) <= high:
+                        sure = False
+                        break
+            labels[row] = label
+            certain[row] = sure
+            dist = x_sq + low
+            ok = sure and factor * (x_norm + top) ** 2 + floor <= 1e-9 * dist
+            exact[row] = ok
+            if ok:
+                total += dist * (w[row] if w.shape[0] else 1.0)
+    return total
+
+
 def add_in_order(parts):  # pragma: no cover - compiled
     """``parts[0] + parts[1] + ...`` (k, D), in that order. Compiled by :func:`kernel`."""
     acc = parts[0].copy()
@@ -121,13 +189,14 @@ def add_in_order(parts):  # pragma: no cover - compiled
 
 
 class _Kernels:
-    """The compiled :func:`chunk_sums`, :func:`add_in_order` and
-    :func:`literal_nearest`."""
+    """The compiled :func:`chunk_sums`, :func:`add_in_order`, :func:`literal_nearest`
+    and :func:`certified_nearest`."""
 
     def __init__(self, jit: Callable):
         self.chunk_sums = jit(chunk_sums)
         self.add_in_order = jit(add_in_order)
         self.literal_nearest = jit(literal_nearest)
+        self.certified_nearest = jit(certified_nearest)
 
 
 @functools.cache
