@@ -104,12 +104,16 @@ def test_the_kernel_is_chosen_by_the_device_and_the_small_step_by_the_shape():
     assert not numpy_step(Block(torch.zeros(3, 2), None))  # no tokens: a sparse block
 
 
+@pytest.mark.parametrize("parts", [None, 1])  # 1 byte: a task per chunk
 @pytest.mark.parametrize("threads", [2, 3])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_compiled_sums_do_not_depend_on_the_number_of_threads(threads, dtype):
+def test_compiled_sums_do_not_depend_on_the_number_of_threads(threads, dtype, parts,
+                                                              monkeypatch):
     kernels = compiled.kernel()
     if kernels is None:
         pytest.skip("numba is not importable here")
+    if parts is not None:
+        monkeypatch.setattr(compiled, "_PARTS", parts)
     rng = np.random.default_rng(5)
     x = (rng.normal(size=(2900, 7)) * 50 + 1e3).astype(dtype)
     w = rng.uniform(0.1, 3, 2900)

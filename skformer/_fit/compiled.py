@@ -48,6 +48,8 @@ logger = logging.getLogger("skformer")
 _ROWS = 256
 # Below this a squared distance may hold underflowed squares (see literal_nearest).
 _TINY = 2.0**-900
+# Most bytes of per-chunk sums one task holds (a few tasks are in flight at a time).
+_PARTS = 2**22
 # No weights: every row counts 1.
 _ONES = np.empty(0)
 
@@ -180,12 +182,11 @@ def certified_nearest(x, scale, shift, cst, c_sq, c_norm, w, factor, floor, labe
     return total
 
 
-def add_in_order(parts):  # pragma: no cover - compiled
-    """``parts[0] + parts[1] + ...`` (k, D), in that order. Compiled by :func:`kernel`."""
-    acc = parts[0].copy()
-    for p in range(1, parts.shape[0]):
+def add_in_order(acc, parts):  # pragma: no cover - compiled
+    """``acc + parts[0] + parts[1] + ...`` (k, D) into ``acc``, in that order. Compiled
+    by :func:`kernel`."""
+    for p in range(parts.shape[0]):
         acc += parts[p]
-    return acc
 
 
 class _Kernels:
@@ -235,20 +236,22 @@ def lloyd_sums(kernels: _Kernels, tokens: np.ndarray, w: np.ndarray | None,
            [10.,  1.]])
     """
     m = tokens.shape[0]
+    k, width = cc.shape
     cct = np.ascontiguousarray(cc.T)
     wt = _ONES if w is None else np.ascontiguousarray(w, np.float64)
     chunks = -(-m // rows)
-    parts = np.zeros((chunks, *cc.shape))
-    threads = max(1, min(chunks, threads))
-    if threads == 1:
-        kernels.chunk_sums(tokens, wt, cct, rows, 0, chunks, parts)
-    else:
-        per = -(-chunks // threads)
+    # Consecutive chunks per task: a thread's share, at most _PARTS bytes of sums.
+    per = max(1, min(-(-chunks // max(1, threads)), _PARTS // (8 * k * width)))
 
-        def run(first: int) -> None:
-            stop = min(chunks, first + per)
-            kernels.chunk_sums(tokens, wt, cct, rows, first, stop, parts[first:stop])
+    def run(first: int) -> np.ndarray:
+        stop = min(chunks, first + per)
+        parts = np.zeros((stop - first, k, width))
+        kernels.chunk_sums(tokens, wt, cct, rows, first, stop, parts)
+        return parts
 
-        for _ in ordered_map(run, range(0, chunks, per), threads):
-            pass
-    return parts[0] if chunks == 1 else kernels.add_in_order(parts)
+    if chunks == 1:
+        return run(0)[0]
+    acc = np.zeros((k, width))
+    for parts in ordered_map(run, range(0, chunks, per), min(threads, -(-chunks // per))):
+        kernels.add_in_order(acc, parts)  # chunk by chunk, whatever the tasks
+    return acc
