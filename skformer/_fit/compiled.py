@@ -1,4 +1,5 @@
-"""Lloyd's step on the CPU, compiled with numba: KMeans' loop, in chunks on a fixed grid.
+"""Lloyd's step and the final assignment on the CPU, compiled with numba: KMeans' loop,
+in chunks on a fixed grid.
 
 Dimension legend: ``m`` rows of a block, ``k`` clusters, ``d`` features, ``D = d + 1``
 token width.
@@ -6,26 +7,31 @@ token width.
 The NumPy step (:mod:`.cpu`) makes two matrix products per chunk (the distances, then
 the sums as a product of one-hot codes with the tokens) and half a dozen passes over a
 (k, rows) array between them. KMeans' Cython loop makes one product per 256 rows and
-adds each row to its cluster's sum directly. Compiled, the exact step does the same:
-per 256 rows, one product of the tokens ``[x ; 1]`` with ``[-2 c ; |c|^2]`` (BLAS, as
-KMeans; the same distances as the NumPy step and the fused kernel), then per row the
-nearest centre (the first on exact ties) and its (weighted) token added to that
-cluster's float64 sums. The last column of a token is 1, so the sums carry the masses.
+adds each row to its cluster's sum directly. Compiled, the exact step does the same
+(:func:`chunk_sums`): per 256 rows, one product of the tokens ``[x ; 1]`` with
+``[-2 c ; |c|^2]`` (BLAS, as KMeans; the same distances as the NumPy step and the fused
+kernel), then per row the nearest centre (the first on exact ties) and its (weighted)
+token added to that cluster's float64 sums. The last column of a token is 1, so the sums
+carry the masses.
 
 The grid is the NumPy step's: chunks of ``rows`` rows, whatever the number of threads;
 each chunk's sums are its own, and the chunks are added in order (:func:`add_in_order`).
-Consecutive chunks go to each of KMeans' threads (numba's kernel releases the GIL; no
+Consecutive chunks go to each of KMeans' threads (numba's kernels release the GIL; no
 numba threading layer is used). Per step against KMeans' iteration, alternating in one
-run on a 2-core AMD EPYC, d = 32: n = 1e5, float32, 1.04x (k = 10) and 0.97x (k = 100);
-float64 0.89x (k = 10); n = 1e6 1.07x and 0.97x. The NumPy step took 1.6-2.7x.
+run on a 2-core AMD EPYC, d = 32, float32: n = 1e5 1.06x (k = 10) and 0.99x (k = 100),
+n = 1e6 0.92x and 0.86x, where the NumPy step took 2.35x, 2.09x, 2.21x and 1.85x.
 
-Cost to a user: importing numba (about 0.3 s, on the first step in a process), and
-compiling the kernel once per dtype on a machine (about 2 s for float32 and 1 s for
-float64), cached on disk beside this file or in the user's cache folder. Set the
-environment variable ``SKFORMER_COMPILED=0`` to use the NumPy step instead; without
-numba it is used anyway. Results differ from the NumPy step's in the last bits (float64
-sums of rows instead of the data's dtype per chunk), and are bitwise reproducible with
-either.
+The final assignment (:func:`~skformer._fit.assign.labels_inertia`) has two kernels
+here: :func:`literal_nearest` (the literal differences, small data) and
+:func:`certified_nearest` (one product per 256 rows and its certificates).
+
+Cost to a user: importing numba (about 0.3 s, on the first fit in a process; importing
+skformer does not import it), and compiling the kernels a fit needs once per dtype on a
+machine (2 to 3 s), kept on disk beside this file or in the user's cache folder. Set the
+environment variable ``SKFORMER_COMPILED=0`` to use the NumPy arithmetic instead;
+without numba it is used anyway. Results differ from the NumPy step's in the last bits
+(float64 sums of rows instead of the data's dtype per chunk), and are bitwise
+reproducible with either.
 """
 
 from __future__ import annotations
