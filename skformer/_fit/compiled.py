@@ -26,12 +26,12 @@ here: :func:`literal_nearest` (the literal differences, small data) and
 :func:`certified_nearest` (one product per 256 rows and its certificates).
 
 Cost to a user: importing numba and loading the kernels (about 0.7 s and 28 MB, on the
-first fit in a process; importing skformer does not import numba), and compiling the kernels a fit needs once per dtype on a
-machine (2 to 3 s), kept on disk beside this file or in the user's cache folder. Set the
-environment variable ``SKFORMER_COMPILED=0`` to use the NumPy arithmetic instead;
-without numba it is used anyway. Results differ from the NumPy step's in the last bits
-(float64 sums of rows instead of the data's dtype per chunk), and are bitwise
-reproducible with either.
+first fit in a process; importing skformer does not import numba), and compiling the
+kernels a fit needs once per dtype on a machine (2 to 3 s), kept on disk beside this
+file or in the user's cache folder. Set the environment variable ``SKFORMER_COMPILED=0``
+to use the NumPy arithmetic instead; without numba it is used anyway. Results differ
+from the NumPy step's in the last bits (float64 sums of rows instead of the data's dtype
+per chunk), and are bitwise reproducible with either.
 """
 
 from __future__ import annotations
