@@ -1,11 +1,13 @@
-"""The NumPy step on the CPU (``skformer._fit.cpu``): small blocks whole, larger blocks
-in chunks.
+"""The step on the CPU: compiled (``skformer._fit.compiled``, numba) or in NumPy
+(``skformer._fit.cpu``: small blocks whole, larger blocks in chunks).
 
 Oracle first: its sums and masses equal the NumPy reference step and the fused kernel's
-(``exact_step``) on the same block, with weights, ties and a single row, on both sides of
-the small/chunked line; its score is the literal inertia. Then the choice: the NumPy step
-takes every dense CPU block (the small one by its shape), and fits by it and by the fused
-kernel (a GPU's) still equal KMeans from the same centres.
+(``exact_step``) on the same block, with weights, ties and a single row, compiled and on
+both sides of the NumPy step's small/chunked line; its score is the literal inertia. The
+compiled sums do not depend on the number of threads or tasks. Then the choice: the CPU
+step takes every dense CPU block (the small one by its shape), and fits by the compiled
+step, the NumPy step and the fused kernel (a GPU's) still equal KMeans from the same
+centres.
 """
 
 import numpy as np
@@ -72,7 +74,7 @@ def test_ties_go_to_the_lowest_index_and_a_single_row_counts(step_kind):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_float32_sums_in_the_data_dtype_and_are_returned_in_float64(dtype, step_kind):
+def test_float32_sums_are_returned_in_float64(dtype, step_kind):
     rng = np.random.default_rng(0)
     x = rng.normal(size=(300, 3)).astype(dtype)
     c = x[:4].copy()

@@ -171,8 +171,7 @@ def _literal_labels(x: np.ndarray, c: np.ndarray) -> np.ndarray:
     from the literal differences (float64), lowest index on ties. Each row's differences
     are scaled by the power of two of its nearest candidate's largest one (among the
     centres it does not equal), so its squared distances neither overflow nor
-    underflow. Chunked so that the (rows, k, d)
-    differences stay about 2**20 values."""
+    underflow. Chunked so that the (rows, k, d) differences stay about 2**20 values."""
     rows = max(1, _PRODUCTS // max(1, c.shape[0] * c.shape[1]))
     out = np.empty(x.shape[0], dtype=np.int64)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):

@@ -33,10 +33,9 @@ fallback (no numba, or ``SKFORMER_COMPILED=0``).
 The NumPy ways sum in the data's dtype within a block (small) or a chunk; every way
 returns float64 sums, added in chunk order whatever the number of threads (the fit adds
 blocks in float64, as it does the fused kernel's). Which way a block takes depends on
-its shape (and on numba being there) only, and the
-blocks of every container follow one grid of rows
-(:func:`~skformer._fit.sources.grid_rows`), so every container still gives the same
-result. Blocks on a GPU take the fused kernel.
+its shape (and on numba being there) only, and the blocks of every container follow
+one grid of rows (:func:`~skformer._fit.sources.grid_rows`), so every container still
+gives the same result. Blocks on a GPU take the fused kernel.
 """
 
 from __future__ import annotations
