@@ -17,7 +17,7 @@ from sklearn.cluster import KMeans
 
 from skformer import TransformerKMeans
 from skformer._fit import compiled, cpu, lloyd
-from skformer._fit.cpu import SMALL, is_small, lloyd_sums, numpy_step, small_score
+from skformer._fit.cpu import SMALL, cpu_step, is_small, lloyd_sums, small_score
 from skformer._fit.sources import Block
 from skformer.nn.kernel import exact_step
 from skformer.reference import lloyd_step as reference_step
@@ -102,8 +102,8 @@ def test_score_is_the_literal_inertia_and_the_contingency_table():
 def test_the_kernel_is_chosen_by_the_device_and_the_small_step_by_the_shape():
     x = np.zeros((SMALL // 8, 2))
     assert is_small(block_of(x), 8) and not is_small(block_of(x), 9)
-    assert numpy_step(block_of(x)) and numpy_step(block_of(x.astype(np.float32)))
-    assert not numpy_step(Block(torch.zeros(3, 2), None))  # no tokens: a sparse block
+    assert cpu_step(block_of(x)) and cpu_step(block_of(x.astype(np.float32)))
+    assert not cpu_step(Block(torch.zeros(3, 2), None))  # no tokens: a sparse block
 
 
 @pytest.mark.parametrize("parts", [None, 1])  # 1 byte: a task per chunk
@@ -146,7 +146,7 @@ def test_fits_by_each_kernel_equal_kmeans(n, dtype, kernel, monkeypatch):
     if kernel == "numpy":
         monkeypatch.setattr(compiled, "kernel", lambda: None)
     if kernel == "fused":  # what a fit on a GPU runs, on the CPU
-        monkeypatch.setattr(lloyd, "numpy_step", lambda block: False)
+        monkeypatch.setattr(lloyd, "cpu_step", lambda block: False)
     rng = np.random.default_rng(3)
     X = (rng.normal(size=(n, 6)) + rng.integers(0, 4, size=(n, 1)) * 3.0).astype(dtype)
     init = X[:10].copy()

@@ -272,8 +272,8 @@ def _compiled_chunk(kernels, x: np.ndarray, centers: np.ndarray, power: int,
     certain, exact = np.empty(m, dtype=bool), np.empty(m, dtype=bool)
     total = kernels.certified_nearest(
         np.ascontiguousarray(x), 2.0**-power, shift, cst, c_sq, c_norm,
-        np.empty(0) if w is None else w, (d + 8) * _ROUNDING, (d + 8) * _UNDERFLOW,
-        labels, certain, exact)
+        compiled.NO_WEIGHTS if w is None else w,
+        (d + 8) * _ROUNDING, (d + 8) * _UNDERFLOW, labels, certain, exact)
     return _settle(x, centers, labels, certain, exact, total, power, w)
 
 
@@ -360,7 +360,7 @@ def _dense_labels_inertia(X, centers, sample_weight):
     # Compiled, a chunk's (rows, k) values live 256 rows at a time inside the kernel, and
     # longer chunks cost less Python (n = 1e5, k = 10: 8.3 ms against 10.4 for 2**13).
     rows = _COMPILED_ROWS if kernels is not None else max(64, min(_ROWS, _DISTANCES // k))
-    cst = np.ascontiguousarray(c_shifted.T)
+    cst = None if kernels is None else np.ascontiguousarray(c_shifted.T)
     scratch = threading.local()
 
     def chunk(s: int) -> float:

@@ -45,8 +45,8 @@ import numpy as np
 
 from ..nn.threads import ordered_map
 
-__all__ = ["add_in_order", "certified_nearest", "chunk_sums", "kernel", "literal_nearest",
-           "lloyd_sums"]
+__all__ = ["NO_WEIGHTS", "add_in_order", "certified_nearest", "chunk_sums", "kernel",
+           "literal_nearest", "lloyd_sums"]
 
 logger = logging.getLogger("skformer")
 
@@ -56,8 +56,8 @@ _ROWS = 256
 _TINY = 2.0**-900
 # Most bytes of per-chunk sums one task holds (a few tasks are in flight at a time).
 _PARTS = 2**22
-# No weights: every row counts 1.
-_ONES = np.empty(0)
+# The kernels' weights where there are none: every row counts 1.
+NO_WEIGHTS = np.empty(0)
 
 
 def chunk_sums(t, w, cct, rows, first, stop, out):  # pragma: no cover - compiled
@@ -244,7 +244,7 @@ def lloyd_sums(kernels: _Kernels, tokens: np.ndarray, w: np.ndarray | None,
     m = tokens.shape[0]
     k, width = cc.shape
     cct = np.ascontiguousarray(cc.T)
-    wt = _ONES if w is None else np.ascontiguousarray(w, np.float64)
+    wt = NO_WEIGHTS if w is None else np.ascontiguousarray(w, np.float64)
     chunks = -(-m // rows)
     # Consecutive chunks per task: a thread's share, at most _PARTS bytes of sums.
     per = max(1, min(-(-chunks // max(1, threads)), _PARTS // (8 * k * width)))

@@ -48,8 +48,8 @@ from ..nn.threads import ordered_map
 from . import compiled
 from .sources import Block
 
-__all__ = ["CHUNK", "SMALL", "block_arrays", "block_lloyd_sums", "is_small", "lloyd_sums",
-           "numpy_step", "small_score"]
+__all__ = ["CHUNK", "SMALL", "block_arrays", "block_lloyd_sums", "cpu_step", "is_small",
+           "lloyd_sums", "small_score"]
 
 # Largest block (rows x centres) of the small step. Small step / fused step, one run on
 # 2 cores: 0.3-0.4 on iris and wine, 0.5 on breast_cancer, 0.7 on digits (1797 x 10),
@@ -67,8 +67,9 @@ def is_small(block: Block, n_clusters: int) -> bool:
             and block.tokens.shape[0] * n_clusters <= SMALL)
 
 
-def numpy_step(block: Block) -> bool:
-    """Whether this module steps ``block``: a dense block on the CPU."""
+def cpu_step(block: Block) -> bool:
+    """Whether this module steps ``block`` (compiled, or in NumPy): a dense block on the
+    CPU."""
     return block.tokens is not None and block.tokens.device.type == "cpu"
 
 
@@ -166,7 +167,7 @@ def block_arrays(block: Block) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def block_lloyd_sums(block: Block, c: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`lloyd_sums` of a block that :func:`numpy_step` takes, from centres ``c``
+    """:func:`lloyd_sums` of a block that :func:`cpu_step` takes, from centres ``c``
     (k, d) (fit frame, on the CPU)."""
     return lloyd_sums(*block_arrays(block), c.numpy())
 

@@ -29,7 +29,7 @@ import torch
 
 from ..nn.kernel import Workspace, exact_step
 from ..nn.model import ExactLloydModel
-from .cpu import block_arrays, block_lloyd_sums, is_small, lloyd_sums, numpy_step, small_score
+from .cpu import block_arrays, block_lloyd_sums, cpu_step, is_small, lloyd_sums, small_score
 from .sources import Block, DaskSource, Source, sum_parts
 from .sparse import sparse_lloyd_sums, sparse_norms, sparse_score
 
@@ -109,7 +109,7 @@ def lloyd_partial(block: Block, c: torch.Tensor) -> LloydStats:
     """A block's contribution to the step from centres ``c`` (k, d)."""
     if sp.issparse(block.x):
         return LloydStats(*sparse_lloyd_sums(block, c))
-    if numpy_step(block):
+    if cpu_step(block):
         return LloydStats(*block_lloyd_sums(block, c))
     stats = _block_step(block, c, labels=False)
     return LloydStats(_numpy(stats.sums[0].double()), _numpy(stats.mass[0].double()))
@@ -163,7 +163,7 @@ def _stepper(source: Source, c: torch.Tensor, model: ExactLloydModel | None
 
         return dense
     block = source.resident()
-    if block is not None and numpy_step(block):
+    if block is not None and cpu_step(block):
         tokens, w = block_arrays(block)
 
         def resident(cn: np.ndarray):
