@@ -89,7 +89,11 @@ class TransformerKMeans(BaseTransformerKMeans):
     max_context : int or None, default=2048
         The learned steps run on at most this many points: all of them when
         ``n_samples <= max_context``, else a seeded sample (the same for every run);
-        the Lloyd steps always run on all the data. None: all points (the
+        the Lloyd steps always run on all the data. With a sample, exact Lloyd steps on
+        the sample first screen each learned run: it gets Lloyd steps on all the data
+        (and competes) only where its fixed point on the sample is another clustering
+        of lower inertia than the runs before it, so a learned run that ends where the
+        plain Lloyd run did costs no pass over all the data. None: all points (the
         points-to-points attention then costs ``n_samples**2``). With
         ``learned_starts >= 1`` it must be at least ``n_clusters``.
     pretrain : bool, default=True

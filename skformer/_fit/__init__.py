@@ -9,7 +9,8 @@ estimators).
 - :mod:`.lloyd`: Lloyd's step as per-block partial, merge, finish; scoring; its
   per-block kernel is, on the CPU, compiled with numba (:mod:`.compiled`) or in NumPy
   without it (:mod:`.cpu`), on a GPU :func:`~skformer.nn.exact_step`;
-- :mod:`.learned`: the learned steps on the context sample;
+- :mod:`.learned`: the learned steps on the context sample; :mod:`.screen` the exact
+  Lloyd steps on it that decide which learned runs are finished on all the data;
 - :mod:`.runs`: initialisation, runs with their stopping rules, best of ``n_init``.
 """
 

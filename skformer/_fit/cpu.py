@@ -46,10 +46,11 @@ from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 
 from ..nn.threads import ordered_map
 from . import compiled
+from .assign import labels_inertia
 from .sources import Block
 
-__all__ = ["CHUNK", "SMALL", "block_arrays", "block_lloyd_sums", "cpu_step", "is_small",
-           "lloyd_sums", "small_score"]
+__all__ = ["CHUNK", "SMALL", "block_arrays", "block_lloyd_sums", "cpu_step", "dense_score",
+           "is_small", "lloyd_sums", "small_score"]
 
 # Largest block (rows x centres) of the small step. Small step / fused step, one run on
 # 2 cores: 0.3-0.4 on iris and wine, 0.5 on breast_cancer, 0.7 on digits (1797 x 10),
@@ -190,3 +191,20 @@ def small_score(block: Block, c: torch.Tensor, other: torch.Tensor | None):
         return inertia, None
     labels2 = _nearest(tokens, _augmented(other.numpy(), tokens.dtype))
     return inertia, torch.from_numpy(np.bincount(labels * k + labels2, minlength=k * k))
+
+
+def dense_score(block: Block, c: torch.Tensor, other: torch.Tensor | None):
+    """:func:`small_score` of a larger dense block on the CPU, by the final assignment's
+    arithmetic (:func:`~skformer._fit.assign.labels_inertia`: each row's nearest centre
+    by the literal differences, compiled where numba is): a float64 scalar tensor and,
+    with ``other`` centres, the (k * k,) contingency table."""
+    tokens, w = block_arrays(block)
+    k, d = c.shape
+    rows = tokens[:, :d]
+    labels, inertia = labels_inertia(rows, c.numpy(), w)
+    inertia = torch.tensor(inertia, dtype=torch.float64)
+    if other is None:
+        return inertia, None
+    labels2, _ = labels_inertia(rows, other.numpy(), w)
+    table = np.bincount(labels.astype(np.int64) * k + labels2, minlength=k * k)
+    return inertia, torch.from_numpy(table)

@@ -29,7 +29,15 @@ import torch
 
 from ..nn.kernel import Workspace, exact_step
 from ..nn.model import ExactLloydModel
-from .cpu import block_arrays, block_lloyd_sums, cpu_step, is_small, lloyd_sums, small_score
+from .cpu import (
+    block_arrays,
+    block_lloyd_sums,
+    cpu_step,
+    dense_score,
+    is_small,
+    lloyd_sums,
+    small_score,
+)
 from .sources import Block, DaskSource, Source, sum_parts
 from .sparse import sparse_lloyd_sums, sparse_norms, sparse_score
 
@@ -199,33 +207,38 @@ class LloydRun(NamedTuple):
 
 def run_lloyd(source: Source, c: torch.Tensor, max_iter: int, tol: float, *,
               model: ExactLloydModel | None = None, to_user=float,
-              x2: float | None = None) -> LloydRun:
+              x2: float | None = None, log: bool = True) -> LloydRun:
     """Lloyd steps from ``c`` (k, d) with KMeans' stopping rules.
 
     Stops at strict convergence (the assignment did not change: its statistics are
     equal, and so are the centres), when the squared centre shift is within ``tol``, or
     after ``max_iter`` steps. ``to_user`` converts a squared shift to the user's units
     for the log; ``x2`` (the points' weighted sum of squared norms) lets a run that ends by
-    strict convergence report its inertia from the last step's statistics.
+    strict convergence report its inertia from the last step's statistics. ``log=False``:
+    nothing is logged (steps that are not the fit's own, such as the context screen's).
     """
     step = _stepper(source, c, model)
     cn = _numpy(c)
     previous, inertia = None, None
     i = -1
+    log = log and logger.isEnabledFor(logging.INFO)
     with _scratch_scope():
         for i in range(max_iter):
             new, stats = step(cn)
             shift = float(np.square(new.astype(np.float64) - cn).sum())
             cn = new
-            if logger.isEnabledFor(logging.INFO):
+            if log:
                 logger.info("Iteration %d, centre shift %.6g.", i, to_user(shift))
             if stats.same(previous):
-                logger.info("Converged at iteration %d: strict convergence.", i)
+                if log:
+                    logger.info("Converged at iteration %d: strict convergence.", i)
                 if x2 is not None:
                     inertia = stats.inertia(cn, x2)
                 break
             if shift <= tol:
-                logger.info("Converged at iteration %d: centre shift within tolerance.", i)
+                if log:
+                    logger.info("Converged at iteration %d: centre shift within "
+                                "tolerance.", i)
                 break
             previous = stats
     return LloydRun(torch.from_numpy(cn).to(c.device), i + 1, inertia)
@@ -248,6 +261,8 @@ def score_partial(block: Block, c: torch.Tensor, other: torch.Tensor | None):
         return sparse_score(block, c, other)
     if is_small(block, c.shape[0]):
         return small_score(block, c, other)
+    if cpu_step(block):
+        return dense_score(block, c, other)
     stats = _block_step(block, c, update=False, inertia=True)
     if other is None:
         return stats.inertia[0].cpu(), None

@@ -7,7 +7,10 @@ all the data) is the run of :class:`sklearn.cluster.KMeans` from the same start.
 with learned steps also runs the learned model from the same start (and, with
 ``learned_starts > 1``, from further random starts) with Lloyd steps after it, and
 keeps whichever ends with the lower inertia, so it never ends above the plain Lloyd run.
-The best run of ``n_init`` is chosen by inertia, as KMeans does.
+When the learned steps' context is a sample, a learned run gets its Lloyd steps on all
+the data only where the context screen (:mod:`.screen`) finds it another, better
+clustering of the context. The best run of ``n_init`` is chosen by inertia, as KMeans
+does.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from ..nn.model import ExactLloydModel
 from .frame import Frame, ModelFrame, ldexp_csr
 from .learned import LearnedPhase, LearnedSetup, context_indices
 from .lloyd import norms_partial, run_lloyd, same_clustering, score_partial
+from .screen import ContextScreen
 from .sources import Source, sum_parts
 from .threads import one_blas_thread
 
@@ -183,6 +187,7 @@ class _Fit:
                           else (frame.apply(summary.lo), frame.apply(summary.hi)))
         self.phase: LearnedPhase | None = None
         self.context: np.ndarray | None = None
+        self.screen: ContextScreen | None = None
         self._x2: float | None = None
 
     @property
@@ -214,6 +219,8 @@ class _Fit:
             rows = rows.toarray()
         self.context = rows
         self.phase = LearnedPhase(setup, rows, w, mframe)
+        if idx is not None and self.spec.finish == "lloyd":  # the context is a sample
+            self.screen = ContextScreen(rows, w, self.spec.max_iter)
 
     def starts(self, random_state) -> list[np.ndarray]:
         """All initial centres, drawn first and in KMeans' order."""
@@ -244,18 +251,16 @@ class _Fit:
         return float(value), table
 
     def lloyd(self, c: torch.Tensor, kind: str = "lloyd", n_learned: int = 0) -> _Run:
+        # A finished learned run is always compared: its inertia comes from its last step.
+        compared = self.compares or kind == "learned"
         end = run_lloyd(self.source, c, self.spec.max_iter, self.tol,
                         model=self.spec.exact, to_user=self.to_user,
-                        x2=self.x2 if self.compares else None)
+                        x2=self.x2 if compared else None)
         return _Run(end.centers, n_learned, end.n_iter, kind, end.inertia)
 
-    def learned_run(self, c: torch.Tensor) -> _Run:
+    def learned_steps(self, c: torch.Tensor) -> tuple[torch.Tensor, int]:
         spec = self.spec
-        c, n_learned = self.phase.run(c, spec.max_iter, self.tol, spec.tol,
-                                      to_user=self.to_user)
-        if spec.finish == "lloyd":
-            return self.lloyd(c, "learned", n_learned)
-        return _Run(c, n_learned, 0, "learned")
+        return self.phase.run(c, spec.max_iter, self.tol, spec.tol, to_user=self.to_user)
 
     def scored(self, run: _Run) -> _Run:
         """``run`` with its inertia (one pass, unless its last Lloyd step gave it)."""
@@ -281,8 +286,9 @@ class _Fit:
 
     @property
     def compares(self) -> bool:
-        """Whether runs will be compared (several starts, or several runs per start)."""
-        return self.spec.n_init > 1 or self.phase is not None
+        """Whether every run will be compared (several starts, or several runs per start
+        that the context screen does not sort out first)."""
+        return self.spec.n_init > 1 or (self.phase is not None and self.screen is None)
 
     def single_run(self, start: np.ndarray, seed: tuple[int, int], score: bool) -> _Run:
         spec = self.spec
@@ -293,9 +299,18 @@ class _Fit:
         candidates = []
         if spec.finish == "lloyd":
             candidates.append(self.lloyd(c0))
-        candidates.append(self.learned_run(c0))
-        for j in range(1, spec.learned_starts):
-            candidates.append(self.learned_run(self.extra_start(j, seed)))
+        reference = None if self.screen is None else self.screen.settle(candidates[0].centers)
+        for j in range(spec.learned_starts):
+            c, n_learned = self.learned_steps(c0 if j == 0 else self.extra_start(j, seed))
+            if spec.finish != "lloyd":
+                candidates.append(_Run(c, n_learned, 0, "learned"))
+                continue
+            if reference is not None:
+                settled = self.screen.settle(c)
+                if not self.screen.improves(settled, reference):
+                    continue
+                reference = settled
+            candidates.append(self.lloyd(c, "learned", n_learned))
         if len(candidates) == 1 and not score:
             return candidates[0]
         best = None

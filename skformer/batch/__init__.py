@@ -237,7 +237,9 @@ def batch_k_means(
         learned model's steps (the pretrained soft-attention transformer for the shape
         ``(d, k)``, on each problem's points or a seeded sample of 2048 of them) then
         Lloyd steps, and each problem keeps the better run; each further one adds a
-        learned run from further k-means++ centres. Needs one ``n_clusters`` for every
+        learned run from further k-means++ centres. Every learned run gets its Lloyd
+        steps (TransformerKMeans first screens them on its sample when a problem has
+        more than 2048 points). Needs one ``n_clusters`` for every
         problem. Where no model can run (``n_clusters=1``, no model and none can be
         pretrained within 90 s, or a model not expected to beat Lloyd's algorithm), a
         ``UserWarning`` says why and the result is Lloyd's.
