@@ -183,8 +183,6 @@ class _Fit:
             self.tol = 0.0 if spec.tol == 0 else float(
                 np.ldexp(summary.variance, 2 * (summary.variance_power - frame.power))
                 * spec.tol)
-        self._extremes = (None if summary.lo is None
-                          else (frame.apply(summary.lo), frame.apply(summary.hi)))
         self.phase: LearnedPhase | None = None
         self.context: np.ndarray | None = None
         self.screen: ContextScreen | None = None
@@ -208,15 +206,16 @@ class _Fit:
             raise ValueError(
                 "max_context=None (every point in the learned steps' context) needs "
                 "in-memory data; set an integer max_context for dask arrays and memmaps.")
-        lo, hi = self._extremes or self.source.extremes()
-        mframe = ModelFrame.of(lo, hi, setup.padding, self.source.device)
-        if mframe is None:
-            logger.info("The data's range overflows: learned steps skipped.")
-            return
         idx = context_indices(self.source.n_samples, setup.max_context, random_state)
         rows, w = self.source.gather(idx)
         if sp.issparse(rows):  # at most max_context rows, of a width the model takes
             rows = rows.toarray()
+        # The model frame maps the context (all the learned steps see) into the model's
+        # box, whatever the rows outside it.
+        mframe = ModelFrame.of(rows.min(0), rows.max(0), setup.padding, self.source.device)
+        if mframe is None:
+            logger.info("The data's range overflows: learned steps skipped.")
+            return
         self.context = rows
         self.phase = LearnedPhase(setup, rows, w, mframe)
         if idx is not None and self.spec.finish == "lloyd":  # the context is a sample

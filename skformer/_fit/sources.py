@@ -138,8 +138,7 @@ class Summary:
     n_samples: int
     lo: np.ndarray | None
     """Per-feature minimum, shape (d,), the data's dtype; None for an in-memory array
-    (the fast mode needs only ``top``; the learned phase takes the extremes of the fit
-    frame's copy, :meth:`ArraySource.extremes`)."""
+    (its fit frame needs only ``top``)."""
     hi: np.ndarray | None
     """Per-feature maximum, shape (d,), the data's dtype; None where ``lo`` is."""
     variance: float
@@ -394,11 +393,6 @@ class ArraySource(Source):
             self._fitted = tokens
         else:
             self._fitted = frame.apply(self.X, ones=True)
-
-    def extremes(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per-feature minimum and maximum in the fit frame (of the cached copy)."""
-        rows = self._fitted[:, : self.n_features]
-        return rows.min(axis=0), rows.max(axis=0)
 
     def _tokens(self, s) -> np.ndarray:
         """Rows ``s`` in the fit frame as tokens ``[x ; 1]`` (m, d + 1)."""
