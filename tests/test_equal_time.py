@@ -270,3 +270,14 @@ def test_plot_without_matplotlib_says_how_to_install(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "matplotlib.backends.backend_agg", None)
     with pytest.raises(ImportError, match=r"pip install skformer\[plot\]"):
         et.plot_summary(summary, str(tmp_path / "x.png"))
+
+
+def test_repeats_keep_each_fits_least_time():
+    iris = next(et.datasets(["iris"], ns=[], ds=[], k=3))
+    records = et.run_dataset(iris, [0, 1], n_inits=[1], learned_starts=[0], device="cpu",
+                             warmup=False, repeats=3)
+    assert len(records) == 2 * 2
+    for r in records:
+        assert len(r.repeat_seconds) == 3 and r.seconds == min(r.repeat_seconds)
+    with pytest.raises(SystemExit):
+        et.cli.main(["--quick", "--repeats", "0"])

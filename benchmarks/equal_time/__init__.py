@@ -18,8 +18,10 @@ Protocol, per data set:
   of every method, KMeans and TransformerKMeans interleaved, the round's order rotated by
   the seed's index (:func:`~benchmarks.equal_time.runs.fit_order`). Before the rounds,
   every method is fitted once untimed on the first 20,000 rows (loads the learned model,
-  starts thread pools). Inertia is the k-means objective of each fit's centres, evaluated
-  in float64 by one function for both estimators.
+  starts thread pools). With ``--repeats R`` each seed has R such rounds and a fit's time
+  is its least over them (stalls of a shared machine lengthen single fits, from a few
+  per cent to several times). Inertia is the k-means objective of each fit's centres,
+  evaluated in float64 by one function for both estimators.
 * **The judge** (:func:`~benchmarks.equal_time.report.kmeans_at_time`): KMeans' median
   inertia at the point's median time, linear in log(time) between the bracketing
   ``n_init`` points. Below ``n_init=1``'s time: ``n_init=1``'s inertia ("faster than one

@@ -56,6 +56,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--learned-starts", type=int, nargs="+",
                    help="TransformerKMeans' learned_starts values, the points; 0 is the fast "
                         "mode (default: 0 1 2 3)")
+    p.add_argument("--repeats", type=int, default=1,
+                   help="rounds of every seed's fits; a fit's time is its least over the "
+                        "rounds (default: 1)")
     p.add_argument("--device", choices=DEVICES, default="cpu",
                    help="TransformerKMeans' device (default: cpu)")
     p.add_argument("--threads", type=int, default=None,
@@ -82,6 +85,8 @@ def _options(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
         parser.error("--seeds and --large-seeds must be >= 1")
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be >= 1")
+    if args.repeats < 1:
+        parser.error("--repeats must be >= 1")
     if min(args.n_init) < 1 or min(args.learned_starts) < 0:
         parser.error("--n-init values must be >= 1 and --learned-starts values >= 0")
     args.large_seeds = min(args.large_seeds, args.seeds)
@@ -125,7 +130,8 @@ def _run(args: argparse.Namespace, machine: dict) -> int:
             seeds = list(range(args.large_seeds if n >= args.large_n else args.seeds))
             before, t = load(), time.perf_counter()
             new = run_dataset(ds, seeds, n_inits=args.n_init,
-                              learned_starts=args.learned_starts, device=machine["device"])
+                              learned_starts=args.learned_starts, device=machine["device"],
+                              repeats=args.repeats)
             records += new
             entry = {"dataset": ds.name, "n": n, "d": ds.X.shape[1], "k": ds.n_clusters,
                      "description": ds.description, "seeds": len(seeds),

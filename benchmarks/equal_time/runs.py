@@ -61,7 +61,7 @@ class FitRecord:
     inertia: float
     """The k-means objective of the fitted centres, in float64 (one evaluator for both)."""
     seconds: float
-    """Wall time of ``fit`` (``time.perf_counter``)."""
+    """Wall time of ``fit`` (``time.perf_counter``): the least of ``repeat_seconds``."""
     n_iter: int
     selected_run: str | None = None
     """TransformerKMeans' ``selected_run_`` ("lloyd" or "learned")."""
@@ -69,6 +69,9 @@ class FitRecord:
     n_lloyd_steps: int | None = None
     learned_skipped: str | None = None
     """TransformerKMeans' ``learned_skipped_``: why no learned run was made, or None."""
+    repeat_seconds: tuple[float, ...] = ()
+    """Wall time of each repeat of this fit (same estimator, same seed, same result), in
+    the order they ran."""
 
 
 def methods(n_inits: Sequence[int], learned_starts: Sequence[int]) -> list[Method]:
@@ -143,6 +146,7 @@ def limit_threads(threads: int | None) -> Iterator[None]:
 
 def run_dataset(dataset: Dataset, seeds: Sequence[int], *, n_inits: Sequence[int],
                 learned_starts: Sequence[int], device: str = "cpu", warmup: bool = True,
+                repeats: int = 1,
                 on_fit: Callable[[FitRecord], None] | None = None) -> list[FitRecord]:
     """Fit every method once per seed on ``dataset``, all in this process.
 
@@ -161,6 +165,10 @@ def run_dataset(dataset: Dataset, seeds: Sequence[int], *, n_inits: Sequence[int
     warmup : bool
         First fit every method once, untimed, on the first :data:`WARMUP_ROWS` rows
         (loads the learned model for ``(d, k)``, starts thread pools).
+    repeats : int
+        Rounds of a seed's fits: each round fits every method of the seed (in the
+        seed's rotated order), and a fit's time is its least over the rounds (a
+        shared machine's stalls lengthen single fits, never shorten them).
     on_fit : callable, optional
         Called with each record as it is made (progress).
 
@@ -183,25 +191,31 @@ def run_dataset(dataset: Dataset, seeds: Sequence[int], *, n_inits: Sequence[int
     if warmup:
         for method in plan:
             _estimator(method, k, seeds[0], device).fit(X[:WARMUP_ROWS])
-    records = []
+    records, fitted = [], {}
     for i, seed in enumerate(seeds):
-        for position, method in enumerate(fit_order(plan, i)):
-            est = _estimator(method, k, seed, device)
-            gc.collect()
-            start = time.perf_counter()
-            est.fit(X)
-            seconds = time.perf_counter() - start
-            ours = method.kind == "ours"
+        order = fit_order(plan, i)
+        times: dict[Method, list[float]] = {method: [] for method in order}
+        for _ in range(max(1, repeats)):
+            for method in order:
+                est = _estimator(method, k, seed, device)
+                gc.collect()
+                start = time.perf_counter()
+                est.fit(X)
+                times[method].append(time.perf_counter() - start)
+                fitted[method] = est
+        for position, method in enumerate(order):
+            est, ours = fitted[method], method.kind == "ours"
             record = FitRecord(
                 dataset=dataset.name, n=X.shape[0], d=X.shape[1], k=k, seed=int(seed),
                 method=method.kind, n_init=1 if ours else method.value,
                 learned_starts=method.value if ours else None, position=position,
-                inertia=float(labels_inertia(X, est.cluster_centers_)[1]), seconds=seconds,
-                n_iter=int(est.n_iter_),
+                inertia=float(labels_inertia(X, est.cluster_centers_)[1]),
+                seconds=min(times[method]), n_iter=int(est.n_iter_),
                 selected_run=est.selected_run_ if ours else None,
                 n_learned_steps=int(est.n_learned_steps_) if ours else None,
                 n_lloyd_steps=int(est.n_lloyd_steps_) if ours else None,
                 learned_skipped=est.learned_skipped_ if ours else None,
+                repeat_seconds=tuple(times[method]),
             )
             records.append(record)
             if on_fit is not None:
