@@ -148,7 +148,8 @@ def run_dataset(dataset: Dataset, seeds: Sequence[int], *, n_inits: Sequence[int
                 learned_starts: Sequence[int], device: str = "cpu", warmup: bool = True,
                 repeats: int = 1,
                 on_fit: Callable[[FitRecord], None] | None = None) -> list[FitRecord]:
-    """Fit every method once per seed on ``dataset``, all in this process.
+    """Fit every method once per seed on ``dataset`` (``repeats`` times, timed each time),
+    all in this process.
 
     Parameters
     ----------
