@@ -192,10 +192,11 @@ def run_dataset(dataset: Dataset, seeds: Sequence[int], *, n_inits: Sequence[int
     if warmup:
         for method in plan:
             _estimator(method, k, seeds[0], device).fit(X[:WARMUP_ROWS])
-    records, fitted = [], {}
+    records = []
     for i, seed in enumerate(seeds):
         order = fit_order(plan, i)
         times: dict[Method, list[float]] = {method: [] for method in order}
+        fitted = {}
         for _ in range(max(1, repeats)):
             for method in order:
                 est = _estimator(method, k, seed, device)

@@ -250,11 +250,9 @@ class _Fit:
         return float(value), table
 
     def lloyd(self, c: torch.Tensor, kind: str = "lloyd", n_learned: int = 0) -> _Run:
-        # A finished learned run is always compared: its inertia comes from its last step.
-        compared = self.compares or kind == "learned"
         end = run_lloyd(self.source, c, self.spec.max_iter, self.tol,
                         model=self.spec.exact, to_user=self.to_user,
-                        x2=self.x2 if compared else None)
+                        x2=self.x2 if self.compares else None)
         return _Run(end.centers, n_learned, end.n_iter, kind, end.inertia)
 
     def learned_steps(self, c: torch.Tensor) -> tuple[torch.Tensor, int]:
