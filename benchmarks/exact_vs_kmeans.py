@@ -6,7 +6,9 @@ Both estimators start from the same initial centres (``init`` array, ``n_init=1`
 difference between fits of ``max_iter`` and ``max_iter // 2`` iterations, divided by
 the difference in iterations, which leaves out the fixed costs (validation, centring,
 final labelling) that the whole-fit ratio includes. Both estimators are timed in one
-process, alternating, and medians over repetitions are compared as ratios.
+process: a round fits each estimator short then long, the two taking turns going
+first, and the ratios are medians over rounds of the ratio within a round (paired, so
+that a slow stretch of a shared machine falls on both sides of a ratio).
 
 Peak memory is measured in a fresh subprocess per fit as the growth of the peak
 resident set size during the fit, relative to ``X.nbytes``.
@@ -24,7 +26,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from benchmarks._memory import fit_peak_memory
-from benchmarks._timing import marginal_times
+from benchmarks._timing import marginal_times, paired_ratio
 
 __all__ = ["Record", "make_data", "measure", "peak_memory"]
 
@@ -42,12 +44,17 @@ class Record:
     kmeans_fit_ms: float
     transformer_fit_ms: float
     fit_time_ratio: float
+    """Median over rounds of the long fits' ratio within a round."""
     kmeans_ms_per_iter: float
     transformer_ms_per_iter: float
+    """Marginal cost of one iteration: (median long fit - median short fit) / (extra
+    iterations)."""
     iter_time_ratio: float
-    """Marginal cost of one iteration: (long fit - short fit) / (extra iterations)."""
+    """Median over rounds of the ratio of the two marginal costs within a round."""
     transformer_extra_memory_over_X: float | None
     kmeans_extra_memory_over_X: float | None
+    rounds: list[dict[str, list[float]]]
+    """Every timed round: ``{name: [short fit ms, long fit ms]}``."""
 
 
 def make_data(n: int, d: int, k: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -120,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in args.n:
         for k in args.k:
             t = measure(n, args.d, k, max_iter=args.max_iter, reps=args.reps)
+            rounds = t.pop("rounds")
             mem_t = mem_k = None
             if not args.no_memory:
                 mem_t = peak_memory(n, args.d, k, "transformer", args.max_iter)
@@ -130,10 +138,11 @@ def main(argv: list[str] | None = None) -> int:
                 k=k,
                 dtype="float32",
                 iterations=args.max_iter,
-                fit_time_ratio=t["transformer_fit_ms"] / t["kmeans_fit_ms"],
-                iter_time_ratio=t["transformer_ms_per_iter"] / t["kmeans_ms_per_iter"],
+                fit_time_ratio=paired_ratio(rounds, "transformer", "kmeans", whole_fit=True),
+                iter_time_ratio=paired_ratio(rounds, "transformer", "kmeans"),
                 transformer_extra_memory_over_X=mem_t,
                 kmeans_extra_memory_over_X=mem_k,
+                rounds=rounds,
                 **t,
             )
             records.append(rec)

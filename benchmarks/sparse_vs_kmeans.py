@@ -7,7 +7,8 @@ repetitions compared as ratios:
   CSR matrix (default 1e5 x 1e4, 1 % non-zeros, float64), from the same initial
   centres (``init`` array, ``n_init=1``, ``tol=0``), exactly ``max_iter`` iterations.
   The time per iteration is the marginal cost (fits of ``max_iter`` and
-  ``max_iter // 2`` iterations); the whole fit is the longer one. Peak memory is
+  ``max_iter // 2`` iterations), its ratio the median over rounds of the two
+  estimators' marginal costs in the same round; the whole fit is the longer one. Peak memory is
   measured in a fresh interpreter per fit, relative to the matrix's own bytes (stored
   values, column indices and row pointers).
 * ``text``: TransformerKMeans (``learned_starts`` 0 and 1) against ``KMeans`` with
@@ -29,7 +30,7 @@ import time
 import numpy as np
 
 from benchmarks._memory import fit_peak_memory
-from benchmarks._timing import marginal_times
+from benchmarks._timing import marginal_times, paired_ratio
 
 __all__ = ["make_matrix", "measure_exact", "measure_text"]
 
@@ -165,8 +166,9 @@ def main(argv: list[str] | None = None) -> int:
                 mem[name] = None if res is None else res["peak_bytes"] / res["x_nbytes"]
         r.update(k=k, n=args.n, d=args.d, density=args.density, dtype="float64",
                  iterations=args.max_iter,
-                 iter_time_ratio=r["transformer_ms_per_iter"] / r["kmeans_ms_per_iter"],
-                 fit_time_ratio=r["transformer_fit_ms"] / r["kmeans_fit_ms"],
+                 iter_time_ratio=paired_ratio(r["rounds"], "transformer", "kmeans"),
+                 fit_time_ratio=paired_ratio(r["rounds"], "transformer", "kmeans",
+                                             whole_fit=True),
                  transformer_extra_memory_over_matrix=mem.get("transformer"),
                  kmeans_extra_memory_over_matrix=mem.get("kmeans"))
         record["exact"].append(r)
