@@ -4,7 +4,9 @@
 Oracle first: its sums and masses equal the NumPy reference step and the fused kernel's
 (``exact_step``) on the same block, with weights, ties and a single row, compiled and on
 both sides of the NumPy step's small/chunked line; its score is the literal inertia. The
-compiled sums do not depend on the number of threads or tasks. Then the choice: the CPU
+compiled sums do not depend on the number of threads or tasks, and each block of data
+held in memory, stepped in one call with the others, sums as if stepped alone (as a
+pass over a memmap or dask array steps it). Then the choice: the CPU
 step takes every dense CPU block (the small one by its shape), and fits by the compiled
 step, the NumPy step and the fused kernel (a GPU's) still equal KMeans from the same
 centres.
@@ -16,9 +18,16 @@ import torch
 from sklearn.cluster import KMeans
 
 from skformer import TransformerKMeans
-from skformer._fit import compiled, cpu, lloyd
-from skformer._fit.cpu import SMALL, cpu_step, is_small, lloyd_sums, small_score
-from skformer._fit.sources import Block
+from skformer._fit import compiled, cpu, lloyd, sources
+from skformer._fit.cpu import (
+    SMALL,
+    cpu_step,
+    grid_lloyd_sums,
+    is_small,
+    lloyd_sums,
+    small_score,
+)
+from skformer._fit.sources import ArraySource, Block
 from skformer.nn.kernel import exact_step
 from skformer.reference import lloyd_step as reference_step
 
@@ -121,11 +130,57 @@ def test_compiled_sums_do_not_depend_on_the_number_of_threads(threads, dtype, pa
     w = rng.uniform(0.1, 3, 2900)
     cc = cpu._augmented(x[:6], dtype)
     for weights in (None, w):
-        one = compiled.lloyd_sums(kernels, tokens_of(x), weights, cc, rows=300, threads=1)
-        many = compiled.lloyd_sums(kernels, tokens_of(x), weights, cc, rows=300,
-                                   threads=threads)
-        np.testing.assert_array_equal(one, many)
-        assert one.dtype == np.float64 and one.shape == (6, 8)
+        for block_rows in (None, 1000):
+            one = compiled.lloyd_sums(kernels, tokens_of(x), weights, cc, rows=300,
+                                      threads=1, block_rows=block_rows)
+            many = compiled.lloyd_sums(kernels, tokens_of(x), weights, cc, rows=300,
+                                       threads=threads, block_rows=block_rows)
+            np.testing.assert_array_equal(one, many)
+            assert one.dtype == np.float64 and one.shape == (1 if block_rows is None else 3,
+                                                             6, 8)
+
+
+@pytest.mark.parametrize("block_rows", [None, 1, 333, 1000, 5000])
+def test_each_block_of_the_grid_sums_as_if_stepped_alone(block_rows, step_kind):
+    # All the blocks in one call (data held in memory) against a call per block (a pass
+    # over a memmap or a dask array): equal to the last bit, weights or none; blocks of
+    # one row, blocks that are no multiple of the chunks, one block for all.
+    rng = np.random.default_rng(2)
+    x = (rng.normal(size=(2900, 4)) * 10 + 100).astype(np.float32)
+    w = rng.uniform(0.1, 3, 2900)
+    c = x[:7].copy()
+    step = block_rows or 2900
+    for weights in (None, w):
+        grid = grid_lloyd_sums(tokens_of(x), weights, c, block_rows)
+        alone = [lloyd_sums(tokens_of(x[s : s + step]),
+                            None if weights is None else weights[s : s + step], c)
+                 for s in range(0, 2900, step)]
+        assert len(grid) == len(alone)
+        for (sums, mass), (sums1, mass1) in zip(grid, alone, strict=True):
+            np.testing.assert_array_equal(sums, sums1)
+            np.testing.assert_array_equal(mass, mass1)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_a_fit_in_memory_steps_its_blocks_as_a_pass_does(weighted, step_kind, monkeypatch):
+    # Several blocks of 700 rows: the in-memory step over all of them in one call and
+    # the pass block by block (what a memmap or dask array gets) give the same fit, to
+    # the last bit.
+    monkeypatch.setattr(sources, "grid_rows", lambda n, d: 700)
+    rng = np.random.default_rng(4)
+    X = (rng.normal(size=(3000, 3)) + rng.integers(0, 5, size=(3000, 1)) * 2.0)
+    w = rng.uniform(0.5, 2, 3000) if weighted else None
+    init = X[:8].copy()
+    fits = {}
+    for path in ("resident", "blocks"):
+        if path == "blocks":
+            monkeypatch.setattr(ArraySource, "resident", lambda self: None)
+        fits[path] = TransformerKMeans(8, init=init, n_init=1, tol=0, max_iter=30).fit(
+            X, sample_weight=w)
+    np.testing.assert_array_equal(fits["resident"].cluster_centers_,
+                                  fits["blocks"].cluster_centers_)
+    np.testing.assert_array_equal(fits["resident"].labels_, fits["blocks"].labels_)
+    assert fits["resident"].n_iter_ == fits["blocks"].n_iter_ > 2
 
 
 def test_the_compiled_step_is_switched_off_by_the_environment(monkeypatch):

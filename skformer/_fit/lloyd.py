@@ -34,11 +34,11 @@ from .cpu import (
     block_lloyd_sums,
     cpu_step,
     dense_score,
+    grid_lloyd_sums,
     is_small,
-    lloyd_sums,
     small_score,
 )
-from .sources import Block, DaskSource, Source, sum_parts
+from .sources import Block, DaskSource, Source, merge_tree, sum_parts
 from .sparse import sparse_lloyd_sums, sparse_norms, sparse_score
 
 __all__ = [
@@ -157,8 +157,9 @@ def _stepper(source: Source, c: torch.Tensor, model: ExactLloydModel | None
     data's dtype (fit frame) in, the new centres and the assignment's statistics out.
     ``c`` tells the device of the fit and the number of centres.
 
-    Data that are one block in memory, of a kind the NumPy step takes (:mod:`.cpu`), are
-    stepped on that block directly (the same arithmetic a pass over the block would do).
+    Data held in memory, of a kind the CPU step takes (:mod:`.cpu`), are stepped on
+    their rows directly, all blocks in one call (each block's sums those of a pass
+    over the block alone, merged by the pass's tree: the same result).
     """
     if model is not None and model.path == "dense":
         if isinstance(source, DaskSource):
@@ -175,7 +176,8 @@ def _stepper(source: Source, c: torch.Tensor, model: ExactLloydModel | None
         tokens, w = block_arrays(block)
 
         def resident(cn: np.ndarray):
-            stats = LloydStats(*lloyd_sums(tokens, w, cn))
+            parts = grid_lloyd_sums(tokens, w, cn, source.block_rows)
+            stats = merge_tree([LloydStats(*p) for p in parts], sum_parts)
             return _finish(cn, stats), stats
 
         return resident

@@ -41,6 +41,7 @@ __all__ = [
     "dask_labels",
     "grid_rows",
     "is_dask",
+    "merge_tree",
 ]
 
 # Rows per block: about 2**22 values, large enough that the per-block overhead of a step
@@ -165,8 +166,9 @@ class Summary:
         return Frame.of(self.lo, self.hi, self.mean, unit_within=unit_within)
 
 
-def _merge_tree(parts: list, combine: Callable[[list], Any]):
-    """``combine`` applied by a fixed tree of fan-in ``_FAN_IN`` (order-deterministic)."""
+def merge_tree(parts: list, combine: Callable[[list], Any]):
+    """``combine`` applied by a fixed tree of fan-in ``_FAN_IN`` (order-deterministic):
+    how every pass merges its blocks' results."""
     while len(parts) > 1:
         parts = [combine(parts[i : i + _FAN_IN]) if len(parts[i : i + _FAN_IN]) > 1
                  else parts[i] for i in range(0, len(parts), _FAN_IN)]
@@ -297,6 +299,8 @@ class Source(ABC):
     in_memory: bool = False
     """Whether :meth:`gather` of all rows is cheap (the data are held in memory): the
     initialisation then runs on every row, as KMeans'."""
+    block_rows: int | None = None
+    """Rows per block of a pass (the last block may hold fewer)."""
     unit_within: float | None = UNIT_RANGE
     """See :meth:`Frame.of`: data whose largest ``|x - mean|`` lies within ``[2**-32,
     2**32]`` keep the scale 1 (no pass to scale a copy; a power of two rescales every
@@ -325,8 +329,9 @@ class Source(ABC):
         """Forget the weights (the summary found them all equal to 1)."""
 
     def resident(self) -> Block | None:
-        """The only block of a pass, when the data are one block held in memory (a step
-        may then run on it directly); None otherwise."""
+        """All the rows of a pass as one block, when they are held in memory (a step may
+        then run on them directly, block by block of :attr:`block_rows` rows, in one
+        call); None otherwise."""
         return None
 
     @abstractmethod
@@ -374,7 +379,7 @@ class ArraySource(Source):
         parts = [_block_summary(np.asarray(self.X[s : s + rows]),
                                 None if self.w is None else self.w[s : s + rows])
                  for s in range(0, self.n_samples, rows)]
-        stats = _merge_tree(parts, _combine_summaries)
+        stats = merge_tree(parts, _combine_summaries)
         return _summary(stats, column_mean(self.X) if stats[5] else None)
 
     def set_frame(self, frame: Frame) -> None:
@@ -416,10 +421,10 @@ class ArraySource(Source):
                          self.device)
 
     def map_reduce(self, func, combine, *args):
-        return _merge_tree([func(block, *args) for block in self.blocks()], combine)
+        return merge_tree([func(block, *args) for block in self.blocks()], combine)
 
     def resident(self) -> Block | None:
-        if self._fitted is None or self.block_rows < self.n_samples:
+        if self._fitted is None:
             return None
         return _block(self._fitted, self._w, self.device)
 
