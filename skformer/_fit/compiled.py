@@ -290,8 +290,11 @@ def lloyd_sums(kernels: _Kernels, tokens: np.ndarray, w: np.ndarray | None,
     wt = NO_WEIGHTS if w is None else np.ascontiguousarray(w, np.float64)
     bounds, block = grid_bounds(m, rows, block_rows or max(m, 1))
     chunks = len(block)
-    # Consecutive chunks per task: a thread's share, at most _PARTS bytes of sums.
-    per = max(1, min(-(-chunks // max(1, threads)), _PARTS // (8 * k * width)))
+    # Consecutive chunks per task, as many tasks for each thread, each task's sums at
+    # most _PARTS bytes.
+    threads = max(1, threads)
+    rounds = -(-chunks // (threads * max(1, _PARTS // (8 * k * width))))
+    per = max(1, -(-chunks // (threads * rounds)))
 
     def run(first: int) -> np.ndarray:
         stop = min(chunks, first + per)
@@ -305,6 +308,7 @@ def lloyd_sums(kernels: _Kernels, tokens: np.ndarray, w: np.ndarray | None,
                             strict=True):
         # Chunk by chunk into each block's sums, in order, whatever the tasks.
         owner = block[first : first + len(parts)]
-        for b in np.unique(owner):
-            kernels.add_in_order(acc[b], parts[owner == b])
+        cuts = np.flatnonzero(np.diff(owner)) + 1
+        for lo, hi in zip([0, *cuts], [*cuts, len(parts)], strict=True):
+            kernels.add_in_order(acc[owner[lo]], parts[lo:hi])
     return acc
