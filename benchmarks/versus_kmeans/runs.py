@@ -63,7 +63,8 @@ class Record:
     """Median over the seed's timed repetitions, as ``ours_fit_ms``."""
     ours_fit_ms: float
     time_ratio: float
-    """``ours_fit_ms / kmeans_fit_ms``."""
+    """Median over the repetitions of ours' fit time over KMeans' in that repetition
+    (with one repetition, ``ours_fit_ms / kmeans_fit_ms``)."""
     kmeans_n_iter: int
     ours_n_learned_steps: int
     ours_n_lloyd_steps: int
@@ -149,8 +150,9 @@ def compare(dataset: Dataset, seeds: Sequence[int], *, n_init=1, device: str = "
     (KMeans first in even repetitions of even positions in ``seeds`` and odd repetitions
     of odd ones), and each estimator's time is the median of its repetitions (a fit of a
     few milliseconds moves by tens of per cent from one call to the next on a shared
-    machine). With ``warmup``, one untimed fit of each (first seed) precedes the timed
-    ones.
+    machine); the time ratio is the median over repetitions of the ratio of the two
+    fits of a repetition (paired: a slow stretch of the machine falls on both). With
+    ``warmup``, one untimed fit of each (first seed) precedes the timed ones.
     ``kmeans_blas_threads`` holds NumPy's BLAS to that many threads while KMeans fits
     (None: as a user calls it; skformer holds it to one thread during its own fits).
     TransformerKMeans never pretrains here: a shape without a stored model raises
@@ -190,7 +192,8 @@ def compare(dataset: Dataset, seeds: Sequence[int], *, n_init=1, device: str = "
             kmeans_nmi=float(normalized_mutual_info_score(y, km.labels_)),
             ours_nmi=float(normalized_mutual_info_score(y, ours.labels_)),
             kmeans_fit_ms=ms["kmeans"], ours_fit_ms=ms["ours"],
-            time_ratio=ms["ours"] / ms["kmeans"],
+            time_ratio=statistics.median(
+                o / k for o, k in zip(times["ours"], times["kmeans"], strict=True)),
             kmeans_n_iter=int(km.n_iter_), ours_n_learned_steps=int(ours.n_learned_steps_),
             ours_n_lloyd_steps=int(ours.n_lloyd_steps_), learned_starts=learned_starts,
             ours_selected=ours.selected_run_, repeats=repeats,
