@@ -288,7 +288,11 @@ def lloyd_sums(kernels: _Kernels, tokens: np.ndarray, w: np.ndarray | None,
     k, width = cc.shape
     cct = np.ascontiguousarray(cc.T)
     wt = NO_WEIGHTS if w is None else np.ascontiguousarray(w, np.float64)
-    bounds, block = grid_bounds(m, rows, block_rows or max(m, 1))
+    if m <= rows and (block_rows is None or m <= block_rows):  # one chunk: no grid
+        out = np.zeros((1, k, width))
+        kernels.chunk_sums(tokens, wt, cct, np.array([0, m]), 0, 1, out)
+        return out
+    bounds, block = grid_bounds(m, rows, block_rows or m)
     chunks = len(block)
     # Consecutive chunks per task, as many tasks for each thread, each task's sums at
     # most _PARTS bytes.
