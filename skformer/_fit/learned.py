@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..nn.inference import LearnedStepper
 from ..nn.learned import LearnedKMeansModel
-from ..nn.streaming import prepare_points, streamed_step
+from ..nn.streaming import prepare_points
 from .frame import ModelFrame
 
 __all__ = ["LearnedPhase", "LearnedSetup", "context_indices"]
@@ -88,7 +89,8 @@ class LearnedPhase:
         self.points_sq = float(sq.sum() if self.weight is None
                                else (sq * self.weight[0].double()).sum())
         with torch.no_grad():
-            self.prepared = prepare_points(model, z, None, self.weight, keep_tokens=False)
+            prepared = prepare_points(model, z, None, self.weight, keep_tokens=False)
+        self.stepper = LearnedStepper(model, prepared, self.weight)
 
     def objective(self, z: torch.Tensor) -> float:
         """k-means objective of model-frame centres ``z`` (1, k, e) on the context:
@@ -124,7 +126,7 @@ class LearnedPhase:
         reference, stalled, n_steps = best, 0, 0
         d = c.shape[-1]
         for i in range(max_iter):
-            new = streamed_step(self.model, self.prepared, z, self.weight, step=i)
+            new = self.stepper.step(z, i)
             if not bool(torch.isfinite(new).all()):
                 logger.info("Learned step %d gave non-finite centres: stopped.", i)
                 break

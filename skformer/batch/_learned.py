@@ -20,9 +20,10 @@ from dataclasses import dataclass
 
 import torch
 
+from ..nn.inference import LearnedStepper
 from ..nn.kernel import exact_step
 from ..nn.learned import LearnedKMeansModel
-from ..nn.streaming import prepare_points, streamed_step
+from ..nn.streaming import prepare_points
 from ._inputs import Block
 
 __all__ = ["Context", "LearnedModel", "context_of", "learned_steps"]
@@ -132,7 +133,8 @@ def learned_steps(setup: LearnedModel, context: Context, c: torch.Tensor,
 def _steps(model, context: Context, c, problem, max_iter, tol, rel_tol):
     d, width = c.shape[-1], context.z.shape[-1]
     z_rows, weight = context.z[problem], context.weight[problem]
-    prepared = prepare_points(model, z_rows, None, weight, keep_tokens=False)
+    stepper = LearnedStepper(model, prepare_points(model, z_rows, None, weight,
+                                                   keep_tokens=False), weight)
     z = context.to_model(c, problem, width)
     best_z, best = z.clone(), _objective(z_rows, z, weight)
     reference, stalled = best.clone(), torch.zeros_like(best, dtype=torch.long)
@@ -142,9 +144,8 @@ def _steps(model, context: Context, c, problem, max_iter, tol, rel_tol):
     for i in range(max_iter):
         if active.numel() == 0:
             break
-        part = prepared if active.numel() == c.shape[0] else prepared._replace(**{
-            f: None if v is None else v[active] for f, v in prepared._asdict().items()})
-        new = streamed_step(model, part, z[active], weight[active], step=i)
+        new = stepper.step(z[active], i,
+                           None if active.numel() == c.shape[0] else active)
         finite = torch.isfinite(new).all(-1).all(-1)
         shift = (new - z[active])[..., :d].double().square().sum((-1, -2))
         z[active] = torch.where(finite.view(-1, 1, 1), new, z[active])
