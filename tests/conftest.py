@@ -1,5 +1,6 @@
-"""Shared fixtures (a seed driven by an environment variable, as scikit-learn does) and
-the run's summary: why cases were deselected, skipped or are expected to fail.
+"""Shared fixtures (a seed driven by an environment variable, as scikit-learn does, and a
+maker of trained-like learned models) and the run's summary: why cases were deselected,
+skipped or are expected to fail.
 
 The short test summary lists failures and errors only (``-rfE`` in ``pyproject.toml``);
 the deselected, skipped and expected-to-fail cases are counted by reason at the end of
@@ -109,3 +110,24 @@ def client():
     yield client
     client.close()
     cluster.close()
+
+
+@pytest.fixture
+def trained_like():
+    """``trained_like(d, k, seed, embedding="binary", normalise=False, schedule=0)``: a
+    float64 learned model in eval mode at the exact construction (scale 3), with every
+    weight, bias and temperature perturbed by 0.1 N(0, 1), so that no map is zero."""
+    import torch
+
+    from skformer.nn import LearnedKMeansModel
+
+    def make(d, k, seed, embedding="binary", normalise=False, schedule=0):
+        model = LearnedKMeansModel.from_exact(d, k, scale=3.0, embedding=embedding,
+                                              normalise=normalise, schedule=schedule)
+        gen = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.1 * torch.randn(p.shape, generator=gen))
+        return model.double().eval()
+
+    return make

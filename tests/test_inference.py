@@ -16,24 +16,12 @@ from skformer.nn.inference import LearnedStepper
 from skformer.nn.streaming import prepare_points, streamed_step
 
 
-def trained_like(d, k, seed, embedding="binary", normalise=False, schedule=0):
-    """A model at the exact construction, with every weight, bias and temperature
-    perturbed."""
-    model = LearnedKMeansModel.from_exact(d, k, scale=3.0, embedding=embedding,
-                                          normalise=normalise, schedule=schedule)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.1 * torch.randn(p.shape, generator=gen))
-    return model.double().eval()
-
-
 @pytest.mark.parametrize("d, k", [(1, 2), (2, 3), (5, 8), (16, 10)])
 @pytest.mark.parametrize("embedding", ["binary", "onehot"])
 @pytest.mark.parametrize("normalise", [False, True])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_a_step_equals_the_streamed_step(global_random_seed, d, k, embedding, normalise,
-                                         weighted):
+def test_a_step_equals_the_streamed_step(trained_like, global_random_seed, d, k, embedding,
+                                         normalise, weighted):
     model = trained_like(d, k, global_random_seed, embedding, normalise, schedule=3)
     gen = torch.Generator().manual_seed(global_random_seed)
     x = torch.rand(1, 150, d, generator=gen, dtype=torch.float64)
@@ -50,7 +38,7 @@ def test_a_step_equals_the_streamed_step(global_random_seed, d, k, embedding, no
         c = expected
 
 
-def test_float32_steps_agree_to_float32_rounding(global_random_seed):
+def test_float32_steps_agree_to_float32_rounding(trained_like, global_random_seed):
     model = trained_like(4, 5, global_random_seed, normalise=True, schedule=2).float()
     gen = torch.Generator().manual_seed(global_random_seed)
     x = torch.rand(1, 2048, 4, generator=gen) * 8 - 4
@@ -72,7 +60,8 @@ def test_a_model_without_a_schedule_or_biases(global_random_seed):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_a_problem_steps_alike_alone_and_in_any_batch(global_random_seed, dtype):
+def test_a_problem_steps_alike_alone_and_in_any_batch(trained_like, global_random_seed,
+                                                      dtype):
     # What batch_k_means relies on to equal TransformerKMeans per problem (both step
     # with this class): a problem's step, to rounding (the products of a batch and of
     # one problem may block their sums differently), whether it is stepped alone, in a

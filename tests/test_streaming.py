@@ -14,20 +14,11 @@ from skformer.nn.softmax import merge_partials, softmax_partial
 from skformer.nn.streaming import prepare_points, streamed_step
 
 
-def trained_like(d, k, seed, embedding="binary"):
-    """A model at the exact construction, with every weight and bias perturbed."""
-    model = LearnedKMeansModel.from_exact(d, k, scale=3.0, embedding=embedding)
-    gen = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.add_(0.1 * torch.randn(p.shape, generator=gen))
-    return model.double().eval()
-
-
 @pytest.mark.parametrize("d, k", [(1, 2), (2, 3), (5, 8), (16, 10)])
 @pytest.mark.parametrize("embedding", ["binary", "onehot"])
 @pytest.mark.parametrize("chunk_rows", [None, 1, 7, 64])
-def test_streamed_step_equals_forward(global_random_seed, d, k, embedding, chunk_rows):
+def test_streamed_step_equals_forward(trained_like, global_random_seed, d, k, embedding,
+                                      chunk_rows):
     model = trained_like(d, k, global_random_seed, embedding)
     gen = torch.Generator().manual_seed(global_random_seed)
     x = torch.rand(2, 150, d, generator=gen, dtype=torch.float64)
@@ -37,7 +28,7 @@ def test_streamed_step_equals_forward(global_random_seed, d, k, embedding, chunk
     torch.testing.assert_close(got, model(x, c), rtol=1e-10, atol=1e-10)
 
 
-def test_integer_weights_are_repeated_points(global_random_seed):
+def test_integer_weights_are_repeated_points(trained_like, global_random_seed):
     """A point of weight w counts as w copies, in A2's context and in A3's keys."""
     model = trained_like(3, 4, global_random_seed)
     gen = torch.Generator().manual_seed(global_random_seed)
@@ -51,7 +42,7 @@ def test_integer_weights_are_repeated_points(global_random_seed):
     torch.testing.assert_close(weighted, expected, rtol=1e-10, atol=1e-10)
 
 
-def test_context_is_the_keys_of_a2(global_random_seed):
+def test_context_is_the_keys_of_a2(trained_like, global_random_seed):
     """A context equal to all points is the default; a sub-sample changes the step."""
     model = trained_like(2, 3, global_random_seed)
     x = torch.rand(1, 100, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
@@ -89,7 +80,8 @@ def test_sparsemax_models_are_refused():
         prepare_points(model, torch.rand(1, 10, 2))
 
 
-def test_silent_points_to_points_attention_is_skipped_exactly(global_random_seed):
+def test_silent_points_to_points_attention_is_skipped_exactly(trained_like,
+                                                             global_random_seed):
     """The exact construction's A2 writes V2 [x ; 0] = 0: skipping it changes nothing."""
     from skformer.nn.streaming import a2_is_silent
 

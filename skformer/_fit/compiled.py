@@ -21,7 +21,7 @@ added in order (:func:`add_in_order`). Data held in memory are stepped in one pa
 all their blocks (:func:`lloyd_sums` with ``block_rows``), each block's sums as if it
 were stepped alone: one hand-over to the threads per step instead of one per block (at
 n = 1e6, d = 32, eight blocks, on two threads: 0.74x the time of a call per block at
-k = 10, 0.95x at k = 100). Consecutive chunks go to each of KMeans' threads (numba's
+k = 10, 0.99x at k = 100). Consecutive chunks go to each of KMeans' threads (numba's
 kernels release the GIL; no numba threading layer is used).
 
 Per step against KMeans' iteration, alternating in one run on a 2-core AMD EPYC,
