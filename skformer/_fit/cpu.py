@@ -132,8 +132,8 @@ def grid_lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray,
     cc = _augmented(c, tokens.dtype)
     kernels = compiled.kernel()
     if kernels is not None:
-        acc = compiled.lloyd_sums(kernels, tokens, w, cc, rows, _openmp_effective_n_threads(),
-                                  block_rows)
+        threads = _openmp_effective_n_threads() if m > rows else 1  # one chunk: no threads
+        acc = compiled.lloyd_sums(kernels, tokens, w, cc, rows, threads, block_rows)
         return [(a[:, :d], a[:, d]) for a in acc]
     block_rows = block_rows or max(m, 1)
     return [_numpy_sums(tokens[s : s + block_rows],

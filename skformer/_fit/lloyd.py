@@ -127,6 +127,8 @@ def _finish(c: np.ndarray, stats: LloydStats) -> np.ndarray:
     """Each cluster's mean (float64 sums over masses, rounded to ``c``'s dtype), or its
     centre in ``c`` (k, d) where its mass is 0."""
     mass = stats.mass[:, None]
+    if stats.mass.all():  # no empty cluster (the usual case: no masked division)
+        return (stats.sums / mass).astype(c.dtype, copy=False)
     new = c.copy()
     np.divide(stats.sums, mass, out=new, where=mass > 0, casting="same_kind")
     return new
