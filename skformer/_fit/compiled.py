@@ -245,10 +245,11 @@ def kernel() -> _Kernels | None:
         return _Kernels(numba.njit(nogil=True))
 
 
+@functools.lru_cache(maxsize=16)
 def grid_bounds(m: int, rows: int, block_rows: int) -> tuple[np.ndarray, np.ndarray]:
     """The chunks of ``m`` rows on a grid of blocks of ``block_rows`` rows, each block in
     chunks of ``rows`` rows from its start: the chunks' bounds (n_chunks + 1,) and the
-    block of each chunk (n_chunks,).
+    block of each chunk (n_chunks,), read-only (kept for the next steps of a fit).
 
     Examples
     --------
@@ -259,7 +260,10 @@ def grid_bounds(m: int, rows: int, block_rows: int) -> tuple[np.ndarray, np.ndar
     starts = [np.arange(s, min(m, s + block_rows), rows)
               for s in range(0, m, block_rows)] or [np.zeros(0, np.int64)]
     bounds = np.append(np.concatenate(starts), m).astype(np.int64)
-    return bounds, np.repeat(np.arange(len(starts)), [len(c) for c in starts])
+    block = np.repeat(np.arange(len(starts)), [len(c) for c in starts])
+    bounds.setflags(write=False)
+    block.setflags(write=False)
+    return bounds, block
 
 
 def lloyd_sums(kernels: _Kernels, tokens: np.ndarray, w: np.ndarray | None,
