@@ -212,3 +212,82 @@ def test_fits_by_each_kernel_equal_kmeans(n, dtype, kernel, monkeypatch):
                                rtol=1e-9 if dtype == np.float64 else 1e-5,
                                atol=1e-12 if dtype == np.float64 else 1e-5)
     assert ours.n_iter_ == km.n_iter_
+
+
+def _trajectory(x, k, rng):
+    """Centres a run of steps may see: Lloyd's steps from rows, then moves of one ulp,
+    none, a swap, two equal centres (exact ties), a jump and back."""
+    c = x[rng.choice(len(x), k, replace=False)].copy()
+    yield c
+    for _ in range(6):
+        labels = ((x[:, None, :] - c[None]) ** 2).sum(-1).argmin(1)
+        c = np.stack([x[labels == j].mean(0) if (labels == j).any() else c[j]
+                      for j in range(k)]).astype(x.dtype)
+        yield c
+    yield np.nextafter(c, np.inf, dtype=x.dtype)
+    yield np.nextafter(c, np.inf, dtype=x.dtype)
+    yield c[::-1].copy()
+    if k > 1:
+        tied = c.copy()
+        tied[1] = tied[0]
+        yield tied
+    yield c + x.std() * 3
+    yield c
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [1, 2, 7, 40])
+@pytest.mark.parametrize("data", ["blobs", "grid"])  # grid: integers, exact ties
+def test_row_bounds_skip_products_but_change_no_bit(global_random_seed, dtype, k, data):
+    # Oracle: the same step with every product computed. Steps through one run's
+    # bounds, with weights, several chunks and blocks on two threads, give the sums and
+    # labels of fresh, full steps, to the last bit; and rows were skipped.
+    kernels = compiled.kernel()
+    if kernels is None:
+        pytest.skip("numba is not importable here")
+    rng = np.random.default_rng(global_random_seed)
+    if data == "blobs":
+        x = rng.normal(size=(1500, 5)) + rng.integers(0, 6, size=(1500, 1)) * 4.0
+    else:
+        x = rng.integers(0, 4, size=(1500, 3)).astype(float)
+    x = x.astype(dtype)
+    t = tokens_of(x)
+    w = rng.uniform(0.5, 2, len(x)) if global_random_seed % 2 else None
+    bounds = compiled.RowBounds(t, k)
+    skipped = 0
+    for c in _trajectory(x, k, rng):
+        cc = cpu._augmented(c, dtype)
+        kept = compiled.lloyd_sums(kernels, t, w, cc, rows=300, threads=2, block_rows=700,
+                                   bounds=bounds)
+        fresh = compiled.RowBounds(t, k)
+        full = compiled.lloyd_sums(kernels, t, w, cc, rows=300, threads=2, block_rows=700,
+                                   bounds=fresh)
+        np.testing.assert_array_equal(kept, full)
+        np.testing.assert_array_equal(bounds.labels, fresh.labels)
+        np.testing.assert_array_equal(
+            full, compiled.lloyd_sums(kernels, t, w, cc, rows=300, threads=1,
+                                      block_rows=700))
+        # A skipped row's upper bound only moved (outward); a computed one is new.
+        skipped += int((bounds.rows[0] != fresh.rows[0]).sum())
+    assert skipped > len(x)
+
+
+def test_row_bounds_hold_the_exact_distances(global_random_seed):
+    # After steps through a run, each row's bounds enclose its exact distances: the
+    # nearest centre's at most `upper`, every other one's at least `lower`.
+    kernels = compiled.kernel()
+    if kernels is None:
+        pytest.skip("numba is not importable here")
+    rng = np.random.default_rng(global_random_seed)
+    x = (rng.normal(size=(800, 4)) + rng.integers(0, 5, size=(800, 1)) * 3.0)
+    x = x.astype(np.float32)
+    t = tokens_of(x)
+    bounds = compiled.RowBounds(t, 6)
+    for c in _trajectory(x, 6, rng):
+        compiled.lloyd_sums(kernels, t, None, cpu._augmented(c, np.float32), rows=256,
+                            threads=1, bounds=bounds)
+        exact = np.sqrt(((x[:, None, :].astype(np.float64) - c[None]) ** 2).sum(-1))
+        own = exact[np.arange(len(x)), bounds.labels]
+        assert (own <= bounds.rows[0]).all()
+        others = np.where(np.arange(6) == bounds.labels[:, None], np.inf, exact).min(1)
+        assert (others >= bounds.rows[1]).all()

@@ -53,50 +53,111 @@ import numpy as np
 
 from ..nn.threads import ordered_map
 
-__all__ = ["NO_WEIGHTS", "add_in_order", "certified_nearest", "chunk_sums", "grid_bounds",
-           "kernel", "literal_nearest", "lloyd_sums"]
+__all__ = ["NO_WEIGHTS", "RowBounds", "add_in_order", "certified_nearest", "chunk_sums",
+           "grid_bounds", "kernel", "literal_nearest", "lloyd_sums", "move_bounds"]
 
 logger = logging.getLogger("skformer")
 
 # Rows per product: their distances (256 x k) stay in a core's cache, as KMeans' do.
 _ROWS = 256
+# Rows per window of the step: the rows that need products are gathered from it.
+_WINDOW = 8 * _ROWS
 # Below this a squared distance may hold underflowed squares (see literal_nearest).
 _TINY = 2.0**-900
 # Most bytes of per-chunk sums one task holds (a few tasks are in flight at a time).
 _PARTS = 2**22
 # The kernels' weights where there are none: every row counts 1.
 NO_WEIGHTS = np.empty(0)
+# A bound moved outward (up) or inward (down) past a float64 rounding or two.
+_OUT = 1.0 + 4 * np.finfo(np.float64).eps
+_IN = 1.0 - 4 * np.finfo(np.float64).eps
 
 
-def chunk_sums(t, w, cct, bounds, first, stop, out):  # pragma: no cover - compiled
+def chunk_sums(t, w, cct, edges, first, stop, out, labels, rows,
+               moves, slack, prune):  # pragma: no cover - compiled
     """Sums of chunks ``first`` to ``stop - 1`` of tokens ``t`` (m, D) under their
-    nearest centre, chunk ``i`` being rows ``bounds[i]:bounds[i + 1]``, into ``out``
+    nearest centre, chunk ``i`` being rows ``edges[i]:edges[i + 1]``, into ``out``
     (stop - first, k, D), float64 zeros;
     ``w`` (m,) float64 weights or an empty array (all 1); ``cct = [-2 c ; |c|^2]^T``
-    (D, k), of ``t``'s dtype. Compiled by :func:`kernel`; plain Python (slow) as it
-    stands."""
+    (D, k), of ``t``'s dtype.
+
+    With :class:`RowBounds`' arrays (``labels`` (m,) int32, ``rows`` (3, m) float64,
+    ``moves`` (2, k) float64, ``slack`` (2,) float64; empty arrays: none kept), each
+    row's nearest centre and the bounds of its distances are kept for the next step;
+    with ``prune``, a row whose bounds, moved by the centres' shifts, prove its nearest
+    centre unchanged keeps it without a product. Compiled by :func:`kernel`; plain
+    Python (slow) as it stands."""
     width = t.shape[1]
     k = cct.shape[1]
+    keep = labels.shape[0] > 0
     dist = np.empty((_ROWS, k), dtype=t.dtype)
-    nearest = np.empty(_ROWS, dtype=np.int64)
+    gathered = np.empty((_ROWS if prune else 0, width), dtype=t.dtype)
+    todo = np.empty(_WINDOW, dtype=np.int64)
+    nearest = np.empty(_WINDOW, dtype=np.int64)
     for chunk in range(first, stop):
         acc = out[chunk - first]
-        end = bounds[chunk + 1]
-        for a in range(bounds[chunk], end, _ROWS):
-            b = min(end, a + _ROWS)
-            near = dist[: b - a]
-            np.dot(t[a:b], cct, near)
-            # The rows' nearest centres first, then their sums, with no test inside
-            # the loop over a row (on two threads, n = 1e6, d = 32: 4 % faster than one
-            # loop doing both at k = 100, level at k = 10).
-            for i in range(b - a):
-                best = 0
-                low = near[i, 0]
-                for j in range(1, k):
-                    if near[i, j] < low:
-                        low = near[i, j]
-                        best = j
-                nearest[i] = best
+        end = edges[chunk + 1]
+        # Windows of rows: which rows need their products, the products 256 rows at a
+        # time (the first rows of a window, or the rows that need them, gathered), then
+        # every row added to its centre's sums, in row order, while the window is in
+        # cache.
+        for a in range(edges[chunk], end, _WINDOW):
+            b = min(end, a + _WINDOW)
+            need = 0
+            for row in range(a, b):
+                if prune:
+                    # Hamerly's test: the distance to the row's centre is at most `up`,
+                    # to any other at least `down`; past the rounding of the products
+                    # (the margin, twice their bound) its nearest centre is the same.
+                    label = labels[row]
+                    up = (rows[0, row] + moves[0, label]) * _OUT
+                    down = (rows[1, row] - moves[1, label]) * _IN
+                    rows[0, row] = up
+                    rows[1, row] = down
+                    if down > up and (down * down * _IN - up * up * _OUT
+                                      > slack[0] * rows[2, row] + slack[1]):
+                        nearest[row - a] = label
+                        continue
+                todo[need] = row
+                need += 1
+            for g in range(0, need, _ROWS):
+                r = min(need, g + _ROWS) - g
+                start = todo[g]
+                if todo[g + r - 1] - start == r - 1:  # consecutive rows
+                    np.dot(t[start : start + r], cct, dist[:r])
+                else:
+                    for p in range(r):
+                        gathered[p] = t[todo[g + p]]
+                    np.dot(gathered[:r], cct, dist[:r])
+                if not keep:
+                    for p in range(r):
+                        best = 0
+                        low = dist[p, 0]
+                        for j in range(1, k):
+                            if dist[p, j] < low:
+                                low = dist[p, j]
+                                best = j
+                        nearest[todo[g + p] - a] = best
+                    continue
+                for p in range(r):
+                    best = 0
+                    low = dist[p, 0]
+                    second = np.inf
+                    for j in range(1, k):
+                        value = dist[p, j]
+                        if value < low:
+                            second = low
+                            low = value
+                            best = j
+                        elif value < second:
+                            second = value
+                    row = todo[g + p]
+                    nearest[row - a] = best
+                    labels[row] = best
+                    sq = rows[2, row]
+                    margin = slack[0] * sq + slack[1]
+                    rows[0, row] = np.sqrt(max(0.0, sq + low + margin)) * _OUT
+                    rows[1, row] = np.sqrt(max(0.0, sq + second - margin)) * _IN
             if w.shape[0] == 0:
                 for i in range(b - a):
                     row = t[a + i]
@@ -207,6 +268,42 @@ def certified_nearest(x, scale, shift, cst, c_sq, c_norm, w, factor, floor, labe
     return total
 
 
+def move_bounds(cc, centres, moves, slack, factors):  # pragma: no cover - compiled
+    """:meth:`RowBounds.advance` of centres ``cc = [-2 c ; |c|^2]`` (k, D): the margin
+    into ``slack`` (2,), each centre's shift from ``centres`` (k, d) float64 (then
+    overwritten by ``c``) and the largest shift of the others into ``moves`` (2, k);
+    ``factors``: the margin's slope, floor, the norms' and the shifts' rounding factors.
+    Compiled by :func:`kernel`."""
+    k, width = cc.shape
+    d = width - 1
+    top = 0.0
+    for j in range(k):
+        top = max(top, np.float64(cc[j, d]))
+    slack[0] = factors[0]
+    slack[1] = factors[0] * top * factors[2] + factors[1]
+    largest = 0.0
+    second = 0.0
+    first = 0
+    for j in range(k):
+        total = 0.0
+        for q in range(d):
+            c = np.float64(cc[j, q]) * -0.5  # exact: a power of two
+            diff = c - centres[j, q]
+            total += diff * diff
+            centres[j, q] = c
+        shift = np.sqrt(total) * factors[3]
+        moves[0, j] = shift
+        if shift > largest:
+            second = largest
+            largest = shift
+            first = j
+        elif shift > second:
+            second = shift
+    for j in range(k):
+        moves[1, j] = largest
+    moves[1, first] = second
+
+
 def add_in_order(acc, parts):  # pragma: no cover - compiled
     """``acc + parts[0] + parts[1] + ...`` (k, D) into ``acc``, in that order. Compiled
     by :func:`kernel`."""
@@ -215,12 +312,13 @@ def add_in_order(acc, parts):  # pragma: no cover - compiled
 
 
 class _Kernels:
-    """The compiled :func:`chunk_sums`, :func:`add_in_order`, :func:`literal_nearest`
-    and :func:`certified_nearest`."""
+    """The compiled :func:`chunk_sums`, :func:`move_bounds`, :func:`add_in_order`,
+    :func:`literal_nearest` and :func:`certified_nearest`."""
 
     def __init__(self, jit: Callable):
         self.chunk_sums = jit(chunk_sums)
         self.add_in_order = jit(add_in_order)
+        self.move_bounds = jit(move_bounds)
         self.literal_nearest = jit(literal_nearest)
         self.certified_nearest = jit(certified_nearest)
 
@@ -245,6 +343,75 @@ def kernel() -> _Kernels | None:
         return _Kernels(numba.njit(nogil=True))
 
 
+class RowBounds:
+    """Bounds on each row's distances to the centres, kept across the steps of one run
+    (Hamerly's algorithm), so a step computes the products of only the rows whose
+    nearest centre may have changed.
+
+    After a step, a row's distance to its nearest centre is at most ``upper`` and to
+    every other centre at least ``lower``: bounds on the exact distances, from the
+    computed values ``|x|^2 + |c|^2 - 2 x.c`` widened by the margin ``4 (d + 8) eps
+    (|x|^2 + max |c|^2)`` (``eps`` of the data's dtype; at least twice the rounding of
+    those values, whatever the order of the sums). When the centres move, ``upper``
+    grows by the row's centre's shift and ``lower`` shrinks by the largest shift of the
+    others. A row whose ``lower^2 - upper^2`` then exceeds the margin of the new centres
+    has the same nearest centre by the step's own arithmetic, strictly (no tie), so it
+    is not recomputed: every step's assignment, sums and centres are those of the full
+    products, bit for bit. Holds 28 bytes per row.
+
+    Parameters
+    ----------
+    tokens : ndarray of shape (m, d + 1)
+        The rows of the run, as tokens ``[x ; 1]`` (float32 or float64).
+    k : int
+        The number of centres.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> t = np.array([[0.0, 1.0], [1.0, 1.0], [10.0, 1.0]])   # tokens [x ; 1]
+    >>> cc = np.array([[-0.0, 0.0], [-18.0, 81.0]])           # centres 0 and 9
+    >>> bounds = RowBounds(t, 2)
+    >>> lloyd_sums(kernel(), t, None, cc, 256, 1, bounds=bounds)[0, :, 1]   # masses
+    array([2., 1.])
+    >>> bounds.labels
+    array([0, 0, 1], dtype=int32)
+    """
+
+    def __init__(self, tokens: np.ndarray, k: int):
+        m, width = tokens.shape
+        d = width - 1
+        info = np.finfo(tokens.dtype)
+        self.labels = np.zeros(m, dtype=np.int32)
+        self.rows = np.zeros((3, m))
+        """``upper``, ``lower`` and ``|x|^2`` of each row (float64)."""
+        x = tokens[:, :d]
+        np.einsum("ij,ij->i", x, x, out=self.rows[2], dtype=np.float64)
+        self.moves = np.zeros((2, k))
+        """Each centre's shift, and the largest shift of the other centres."""
+        self.slack = np.zeros(2)
+        """The margin of a row: ``slack[0] |x|^2 + slack[1]``."""
+        self._factors = np.array([
+            4.0 * (d + 8) * float(info.eps),  # the margin's slope and floor
+            4.0 * (d + 8) * float(info.tiny),
+            1.0 + 2.0 * (d + 2) * float(info.eps),  # |c|^2 as computed, rounded up
+            1.0 + 4.0 * (d + 2) * float(np.finfo(np.float64).eps),  # shifts, up
+        ])
+        self._centres = np.zeros((k, d))
+        self._started = False
+
+    def advance(self, cc: np.ndarray) -> bool:
+        """Set the margins and moves for a step from centres ``cc = [-2 c ; |c|^2]``
+        (k, D); whether the step may skip rows (not on the run's first step)."""
+        kernel().move_bounds(cc, self._centres, self.moves, self.slack, self._factors)
+        started, self._started = self._started, True
+        return started
+
+
+# The kernel's arguments where no bounds are kept.
+_NO_BOUNDS = (np.empty(0, dtype=np.int32), np.empty((3, 0)), np.empty((2, 0)), np.zeros(2))
+
+
 @functools.lru_cache(maxsize=16)
 def grid_bounds(m: int, rows: int, block_rows: int) -> tuple[np.ndarray, np.ndarray]:
     """The chunks of ``m`` rows on a grid of blocks of ``block_rows`` rows, each block in
@@ -267,8 +434,8 @@ def grid_bounds(m: int, rows: int, block_rows: int) -> tuple[np.ndarray, np.ndar
 
 
 def lloyd_sums(kernels: _Kernels, tokens: np.ndarray, w: np.ndarray | None,
-               cc: np.ndarray, rows: int, threads: int, block_rows: int | None = None
-               ) -> np.ndarray:
+               cc: np.ndarray, rows: int, threads: int, block_rows: int | None = None,
+               bounds: RowBounds | None = None) -> np.ndarray:
     """Per-cluster sums (b, k, D), float64, of the ``b`` blocks of ``block_rows`` rows
     (None: one block) of tokens ``[x ; 1]`` (m, D) with weights ``w`` (m,) (None: 1)
     under their nearest of the centres ``cc = [-2 c ; |c|^2]`` (k, D) (the norms as
@@ -276,6 +443,8 @@ def lloyd_sums(kernels: _Kernels, tokens: np.ndarray, w: np.ndarray | None,
     masses. Each block is summed in chunks of ``rows`` rows from its start, chunk by
     chunk in order, so a block's sums are those of a call on the block alone; the
     chunks of all the blocks are shared among ``threads`` threads in one pass.
+    ``bounds``: the run's :class:`RowBounds` of ``tokens`` (the same sums, fewer
+    products from the second step of the run on).
 
     Examples
     --------
@@ -292,11 +461,14 @@ def lloyd_sums(kernels: _Kernels, tokens: np.ndarray, w: np.ndarray | None,
     k, width = cc.shape
     cct = np.ascontiguousarray(cc.T)
     wt = NO_WEIGHTS if w is None else np.ascontiguousarray(w, np.float64)
+    prune = False if bounds is None else bounds.advance(cc)
+    kept = _NO_BOUNDS if bounds is None else (bounds.labels, bounds.rows, bounds.moves,
+                                              bounds.slack)
     if m <= rows and (block_rows is None or m <= block_rows):  # one chunk: no grid
         out = np.zeros((1, k, width))
-        kernels.chunk_sums(tokens, wt, cct, np.array([0, m]), 0, 1, out)
+        kernels.chunk_sums(tokens, wt, cct, np.array([0, m]), 0, 1, out, *kept, prune)
         return out
-    bounds, block = grid_bounds(m, rows, block_rows or m)
+    grid, block = grid_bounds(m, rows, block_rows or m)
     chunks = len(block)
     # Consecutive chunks per task, as many tasks for each thread, each task's sums at
     # most _PARTS bytes.
@@ -307,7 +479,7 @@ def lloyd_sums(kernels: _Kernels, tokens: np.ndarray, w: np.ndarray | None,
     def run(first: int) -> np.ndarray:
         stop = min(chunks, first + per)
         parts = np.zeros((stop - first, k, width))
-        kernels.chunk_sums(tokens, wt, cct, bounds, first, stop, parts)
+        kernels.chunk_sums(tokens, wt, cct, grid, first, stop, parts, *kept, prune)
         return parts
 
     acc = np.zeros((int(block[-1]) + 1 if chunks else 1, k, width))

@@ -50,7 +50,7 @@ from .assign import labels_inertia
 from .sources import Block
 
 __all__ = ["CHUNK", "SMALL", "block_arrays", "block_lloyd_sums", "cpu_step", "dense_score",
-           "grid_lloyd_sums", "is_small", "lloyd_sums", "small_score"]
+           "grid_lloyd_sums", "is_small", "lloyd_sums", "row_bounds", "small_score"]
 
 # Largest block (rows x centres) of the small step. Small step / fused step, one run on
 # 2 cores: 0.3-0.4 on iris and wine, 0.5 on breast_cancer, 0.7 on digits (1797 x 10),
@@ -115,10 +115,12 @@ def lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray
 
 
 def grid_lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray,
-                    block_rows: int | None) -> list[tuple[np.ndarray, np.ndarray]]:
+                    block_rows: int | None, bounds: compiled.RowBounds | None = None
+                    ) -> list[tuple[np.ndarray, np.ndarray]]:
     """:func:`lloyd_sums` of each block of ``block_rows`` rows (None: all the rows as one
     block), each equal to a call on the block alone; compiled, all the blocks in one
-    pass over the threads.
+    pass over the threads. ``bounds`` (see :func:`row_bounds`): the run's bounds on the
+    rows' distances, kept from step to step (the same sums, fewer products).
 
     Examples
     --------
@@ -133,12 +135,22 @@ def grid_lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray,
     kernels = compiled.kernel()
     if kernels is not None:
         threads = _openmp_effective_n_threads() if m > rows else 1  # one chunk: no threads
-        acc = compiled.lloyd_sums(kernels, tokens, w, cc, rows, threads, block_rows)
+        acc = compiled.lloyd_sums(kernels, tokens, w, cc, rows, threads, block_rows,
+                                  bounds)
         return [(a[:, :d], a[:, d]) for a in acc]
     block_rows = block_rows or max(m, 1)
     return [_numpy_sums(tokens[s : s + block_rows],
                         None if w is None else w[s : s + block_rows], cc, rows)
             for s in range(0, max(m, 1), block_rows)]
+
+
+def row_bounds(tokens: np.ndarray, k: int) -> compiled.RowBounds | None:
+    """Bounds on the distances of the rows of ``tokens`` (m, d + 1) to ``k`` centres, for
+    the steps of one run of :func:`grid_lloyd_sums` on them; None where the step is not
+    compiled (the NumPy step computes every product)."""
+    if compiled.kernel() is None:
+        return None
+    return compiled.RowBounds(tokens, k)
 
 
 def _numpy_sums(tokens: np.ndarray, w: np.ndarray | None, cc: np.ndarray, rows: int

@@ -36,6 +36,7 @@ from .cpu import (
     dense_score,
     grid_lloyd_sums,
     is_small,
+    row_bounds,
     small_score,
 )
 from .sources import Block, DaskSource, Source, merge_tree, sum_parts
@@ -176,9 +177,10 @@ def _stepper(source: Source, c: torch.Tensor, model: ExactLloydModel | None
     block = source.resident()
     if block is not None and cpu_step(block):
         tokens, w = block_arrays(block)
+        bounds = row_bounds(tokens, c.shape[0])
 
         def resident(cn: np.ndarray):
-            parts = grid_lloyd_sums(tokens, w, cn, source.block_rows)
+            parts = grid_lloyd_sums(tokens, w, cn, source.block_rows, bounds)
             stats = merge_tree([LloydStats(*p) for p in parts], sum_parts)
             return _finish(cn, stats), stats
 
