@@ -128,12 +128,12 @@ def test_compiled_sums_do_not_depend_on_the_number_of_threads(threads, dtype, pa
     rng = np.random.default_rng(5)
     x = (rng.normal(size=(2900, 7)) * 50 + 1e3).astype(dtype)
     w = rng.uniform(0.1, 3, 2900)
-    cc = cpu._augmented(x[:6], dtype)
+    cct = np.ascontiguousarray(cpu._augmented(x[:6], dtype).T)
     for weights in (None, w):
         for block_rows in (None, 1000):
-            one = compiled.lloyd_sums(kernels, tokens_of(x), weights, cc, rows=300,
+            one = compiled.lloyd_sums(kernels, tokens_of(x), weights, cct, rows=300,
                                       threads=1, block_rows=block_rows)
-            many = compiled.lloyd_sums(kernels, tokens_of(x), weights, cc, rows=300,
+            many = compiled.lloyd_sums(kernels, tokens_of(x), weights, cct, rows=300,
                                        threads=threads, block_rows=block_rows)
             np.testing.assert_array_equal(one, many)
             assert one.dtype == np.float64 and one.shape == (1 if block_rows is None else 3,
@@ -256,16 +256,16 @@ def test_row_bounds_skip_products_but_change_no_bit(global_random_seed, dtype, k
     bounds = compiled.RowBounds(t, k)
     skipped = 0
     for c in _trajectory(x, k, rng):
-        cc = cpu._augmented(c, dtype)
-        kept = compiled.lloyd_sums(kernels, t, w, cc, rows=300, threads=2, block_rows=700,
+        cct = np.ascontiguousarray(cpu._augmented(c, dtype).T)
+        kept = compiled.lloyd_sums(kernels, t, w, cct, rows=300, threads=2, block_rows=700,
                                    bounds=bounds)
         fresh = compiled.RowBounds(t, k)
-        full = compiled.lloyd_sums(kernels, t, w, cc, rows=300, threads=2, block_rows=700,
+        full = compiled.lloyd_sums(kernels, t, w, cct, rows=300, threads=2, block_rows=700,
                                    bounds=fresh)
         np.testing.assert_array_equal(kept, full)
         np.testing.assert_array_equal(bounds.labels, fresh.labels)
         np.testing.assert_array_equal(
-            full, compiled.lloyd_sums(kernels, t, w, cc, rows=300, threads=1,
+            full, compiled.lloyd_sums(kernels, t, w, cct, rows=300, threads=1,
                                       block_rows=700))
         # A skipped row's upper bound only moved (outward); a computed one is new.
         skipped += int((bounds.rows[0] != fresh.rows[0]).sum())
@@ -284,10 +284,36 @@ def test_row_bounds_hold_the_exact_distances(global_random_seed):
     t = tokens_of(x)
     bounds = compiled.RowBounds(t, 6)
     for c in _trajectory(x, 6, rng):
-        compiled.lloyd_sums(kernels, t, None, cpu._augmented(c, np.float32), rows=256,
-                            threads=1, bounds=bounds)
+        cct = np.ascontiguousarray(cpu._augmented(c, np.float32).T)
+        compiled.lloyd_sums(kernels, t, None, cct, rows=256, threads=1, bounds=bounds)
         exact = np.sqrt(((x[:, None, :].astype(np.float64) - c[None]) ** 2).sum(-1))
         own = exact[np.arange(len(x)), bounds.labels]
         assert (own <= bounds.rows[0]).all()
         others = np.where(np.arange(6) == bounds.labels[:, None], np.inf, exact).min(1)
         assert (others >= bounds.rows[1]).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_compiled_end_of_a_step_is_numpys(global_random_seed, dtype, monkeypatch):
+    # New centres bit for bit (an empty cluster keeps its centre), the shift to the
+    # last rounding of its sum, and "the assignment did not change" alike.
+    if compiled.kernel() is None:
+        pytest.skip("numba is not importable here")
+    rng = np.random.default_rng(global_random_seed)
+    c = rng.normal(size=(6, 5)).astype(dtype)
+    mass = rng.integers(0, 4, 6).astype(float)
+    stats = lloyd.LloydStats(rng.normal(size=(6, 5)) * mass[:, None], mass)
+    same = lloyd.LloydStats(stats.sums.copy(), stats.mass.copy())
+    other = lloyd.LloydStats(stats.sums.copy(), stats.mass.copy())
+    other.sums[2, 3] = np.nextafter(other.sums[2, 3], np.inf)
+    compiled_ends = [lloyd._settle(c, stats, p, None) for p in (None, same, other)]
+    monkeypatch.setattr(compiled, "kernel", lambda: None)
+    numpy_ends = [lloyd._settle(c, stats, p, None) for p in (None, same, other)]
+    for (new, shift, flag), (new1, shift1, flag1) in zip(compiled_ends, numpy_ends,
+                                                          strict=True):
+        np.testing.assert_array_equal(new, new1)
+        assert new.dtype == dtype
+        assert shift == pytest.approx(shift1, rel=1e-12)
+        assert flag == flag1
+    assert [flag for _, _, flag in numpy_ends] == [False, True, False]
+    np.testing.assert_array_equal(compiled_ends[0][0][mass == 0], c[mass == 0])

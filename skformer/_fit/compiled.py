@@ -54,7 +54,8 @@ import numpy as np
 from ..nn.threads import ordered_map
 
 __all__ = ["NO_WEIGHTS", "RowBounds", "add_in_order", "certified_nearest", "chunk_sums",
-           "grid_bounds", "kernel", "literal_nearest", "lloyd_sums", "move_bounds"]
+           "finish_step", "grid_bounds", "kernel", "literal_nearest", "lloyd_sums",
+           "move_bounds"]
 
 logger = logging.getLogger("skformer")
 
@@ -268,17 +269,17 @@ def certified_nearest(x, scale, shift, cst, c_sq, c_norm, w, factor, floor, labe
     return total
 
 
-def move_bounds(cc, centres, moves, slack, factors):  # pragma: no cover - compiled
-    """:meth:`RowBounds.advance` of centres ``cc = [-2 c ; |c|^2]`` (k, D): the margin
-    into ``slack`` (2,), each centre's shift from ``centres`` (k, d) float64 (then
+def move_bounds(cct, centres, moves, slack, factors):  # pragma: no cover - compiled
+    """:meth:`RowBounds.advance` of centres ``cct = [-2 c ; |c|^2]^T`` (D, k): the
+    margin into ``slack`` (2,), each centre's shift from ``centres`` (k, d) float64 (then
     overwritten by ``c``) and the largest shift of the others into ``moves`` (2, k);
     ``factors``: the margin's slope, floor, the norms' and the shifts' rounding factors.
     Compiled by :func:`kernel`."""
-    k, width = cc.shape
+    width, k = cct.shape
     d = width - 1
     top = 0.0
     for j in range(k):
-        top = max(top, np.float64(cc[j, d]))
+        top = max(top, np.float64(cct[d, j]))
     slack[0] = factors[0]
     slack[1] = factors[0] * top * factors[2] + factors[1]
     largest = 0.0
@@ -287,7 +288,7 @@ def move_bounds(cc, centres, moves, slack, factors):  # pragma: no cover - compi
     for j in range(k):
         total = 0.0
         for q in range(d):
-            c = np.float64(cc[j, q]) * -0.5  # exact: a power of two
+            c = np.float64(cct[q, j]) * -0.5  # exact: a power of two
             diff = c - centres[j, q]
             total += diff * diff
             centres[j, q] = c
@@ -304,6 +305,34 @@ def move_bounds(cc, centres, moves, slack, factors):  # pragma: no cover - compi
     moves[1, first] = second
 
 
+def finish_step(c, sums, mass, previous_sums, previous_mass, new,
+                fill):  # pragma: no cover - compiled
+    """The end of a Lloyd step from centres ``c`` (k, d): with ``fill``, the new centres
+    into ``new`` (k, d), ``c``'s dtype (each cluster's float64 ``sums`` (k, d) over its
+    ``mass`` (k,), rounded once; its centre in ``c`` where the mass is 0). Returns the
+    squared shift from ``c`` to ``new`` (float64, summed in order) and whether the
+    statistics equal the previous step's (``previous_sums``, ``previous_mass``; empty
+    arrays: none). Compiled by :func:`kernel`."""
+    k, d = c.shape
+    shift = 0.0
+    for j in range(k):
+        for q in range(d):
+            if fill:
+                new[j, q] = sums[j, q] / mass[j] if mass[j] > 0 else c[j, q]
+            diff = np.float64(new[j, q]) - np.float64(c[j, q])
+            shift += diff * diff
+    same = previous_mass.shape[0] == k
+    for j in range(k):
+        if not same:
+            break
+        if mass[j] != previous_mass[j]:
+            same = False
+        for q in range(d):
+            if sums[j, q] != previous_sums[j, q]:
+                same = False
+    return shift, same
+
+
 def add_in_order(acc, parts):  # pragma: no cover - compiled
     """``acc + parts[0] + parts[1] + ...`` (k, D) into ``acc``, in that order. Compiled
     by :func:`kernel`."""
@@ -312,13 +341,14 @@ def add_in_order(acc, parts):  # pragma: no cover - compiled
 
 
 class _Kernels:
-    """The compiled :func:`chunk_sums`, :func:`move_bounds`, :func:`add_in_order`,
-    :func:`literal_nearest` and :func:`certified_nearest`."""
+    """The compiled :func:`chunk_sums`, :func:`move_bounds`, :func:`finish_step`,
+    :func:`add_in_order`, :func:`literal_nearest` and :func:`certified_nearest`."""
 
     def __init__(self, jit: Callable):
         self.chunk_sums = jit(chunk_sums)
         self.add_in_order = jit(add_in_order)
         self.move_bounds = jit(move_bounds)
+        self.finish_step = jit(finish_step)
         self.literal_nearest = jit(literal_nearest)
         self.certified_nearest = jit(certified_nearest)
 
@@ -370,9 +400,9 @@ class RowBounds:
     --------
     >>> import numpy as np
     >>> t = np.array([[0.0, 1.0], [1.0, 1.0], [10.0, 1.0]])   # tokens [x ; 1]
-    >>> cc = np.array([[-0.0, 0.0], [-18.0, 81.0]])           # centres 0 and 9
+    >>> cct = np.array([[-0.0, -18.0], [0.0, 81.0]])          # centres 0 and 9
     >>> bounds = RowBounds(t, 2)
-    >>> lloyd_sums(kernel(), t, None, cc, 256, 1, bounds=bounds)[0, :, 1]   # masses
+    >>> lloyd_sums(kernel(), t, None, cct, 256, 1, bounds=bounds)[0, :, 1]   # masses
     array([2., 1.])
     >>> bounds.labels
     array([0, 0, 1], dtype=int32)
@@ -400,10 +430,10 @@ class RowBounds:
         self._centres = np.zeros((k, d))
         self._started = False
 
-    def advance(self, cc: np.ndarray) -> bool:
-        """Set the margins and moves for a step from centres ``cc = [-2 c ; |c|^2]``
-        (k, D); whether the step may skip rows (not on the run's first step)."""
-        kernel().move_bounds(cc, self._centres, self.moves, self.slack, self._factors)
+    def advance(self, cct: np.ndarray) -> bool:
+        """Set the margins and moves for a step from centres ``cct = [-2 c ; |c|^2]^T``
+        (D, k); whether the step may skip rows (not on the run's first step)."""
+        kernel().move_bounds(cct, self._centres, self.moves, self.slack, self._factors)
         started, self._started = self._started, True
         return started
 
@@ -434,41 +464,41 @@ def grid_bounds(m: int, rows: int, block_rows: int) -> tuple[np.ndarray, np.ndar
 
 
 def lloyd_sums(kernels: _Kernels, tokens: np.ndarray, w: np.ndarray | None,
-               cc: np.ndarray, rows: int, threads: int, block_rows: int | None = None,
+               cct: np.ndarray, rows: int, threads: int, block_rows: int | None = None,
                bounds: RowBounds | None = None) -> np.ndarray:
     """Per-cluster sums (b, k, D), float64, of the ``b`` blocks of ``block_rows`` rows
     (None: one block) of tokens ``[x ; 1]`` (m, D) with weights ``w`` (m,) (None: 1)
-    under their nearest of the centres ``cc = [-2 c ; |c|^2]`` (k, D) (the norms as
-    KMeans computes them, so near ties fall as in its loop); the last column holds the
-    masses. Each block is summed in chunks of ``rows`` rows from its start, chunk by
-    chunk in order, so a block's sums are those of a call on the block alone; the
-    chunks of all the blocks are shared among ``threads`` threads in one pass.
+    under their nearest of the centres ``cct = [-2 c ; |c|^2]^T`` (D, k), C-ordered
+    (the norms as KMeans computes them, so near ties fall as in its loop); the last
+    column holds the masses. Each block is summed in chunks of ``rows`` rows from its
+    start, chunk by chunk in order, so a block's sums are those of a call on the block
+    alone; the chunks of all the blocks are shared among ``threads`` threads in one
+    pass.
     ``bounds``: the run's :class:`RowBounds` of ``tokens`` (the same sums, fewer
     products from the second step of the run on).
 
     Examples
     --------
     >>> t = np.array([[0.0, 1.0], [1.0, 1.0], [10.0, 1.0]])   # tokens [x ; 1]
-    >>> cc = np.array([[-0.0, 0.0], [-18.0, 81.0]])           # centres 0 and 9
-    >>> lloyd_sums(kernel(), t, None, cc, rows=256, threads=1)
+    >>> cct = np.array([[-0.0, -18.0], [0.0, 81.0]])          # centres 0 and 9
+    >>> lloyd_sums(kernel(), t, None, cct, rows=256, threads=1)
     array([[[ 1.,  2.],
             [10.,  1.]]])
-    >>> lloyd_sums(kernel(), t, None, cc, rows=256, threads=1, block_rows=2)[1]
+    >>> lloyd_sums(kernel(), t, None, cct, rows=256, threads=1, block_rows=2)[1]
     array([[ 0.,  0.],
            [10.,  1.]])
     """
     m = tokens.shape[0]
-    k, width = cc.shape
-    cct = np.ascontiguousarray(cc.T)
+    width, k = cct.shape
     wt = NO_WEIGHTS if w is None else np.ascontiguousarray(w, np.float64)
-    prune = False if bounds is None else bounds.advance(cc)
+    prune = False if bounds is None else bounds.advance(cct)
     kept = _NO_BOUNDS if bounds is None else (bounds.labels, bounds.rows, bounds.moves,
                                               bounds.slack)
-    if m <= rows and (block_rows is None or m <= block_rows):  # one chunk: no grid
-        out = np.zeros((1, k, width))
-        kernels.chunk_sums(tokens, wt, cct, np.array([0, m]), 0, 1, out, *kept, prune)
-        return out
     grid, block = grid_bounds(m, rows, block_rows or m)
+    if len(block) <= 1:  # one chunk: no tasks
+        out = np.zeros((1, k, width))
+        kernels.chunk_sums(tokens, wt, cct, grid, 0, len(block), out, *kept, prune)
+        return out
     chunks = len(block)
     # Consecutive chunks per task, as many tasks for each thread, each task's sums at
     # most _PARTS bytes.

@@ -49,8 +49,8 @@ from . import compiled
 from .assign import labels_inertia
 from .sources import Block
 
-__all__ = ["CHUNK", "SMALL", "block_arrays", "block_lloyd_sums", "cpu_step", "dense_score",
-           "grid_lloyd_sums", "is_small", "lloyd_sums", "row_bounds", "small_score"]
+__all__ = ["CHUNK", "SMALL", "GridStep", "block_arrays", "block_lloyd_sums", "cpu_step",
+           "dense_score", "grid_lloyd_sums", "is_small", "lloyd_sums", "small_score"]
 
 # Largest block (rows x centres) of the small step. Small step / fused step, one run on
 # 2 cores: 0.3-0.4 on iris and wine, 0.5 on breast_cancer, 0.7 on digits (1797 x 10),
@@ -115,12 +115,10 @@ def lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray
 
 
 def grid_lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray,
-                    block_rows: int | None, bounds: compiled.RowBounds | None = None
-                    ) -> list[tuple[np.ndarray, np.ndarray]]:
+                    block_rows: int | None) -> list[tuple[np.ndarray, np.ndarray]]:
     """:func:`lloyd_sums` of each block of ``block_rows`` rows (None: all the rows as one
     block), each equal to a call on the block alone; compiled, all the blocks in one
-    pass over the threads. ``bounds`` (see :func:`row_bounds`): the run's bounds on the
-    rows' distances, kept from step to step (the same sums, fewer products).
+    pass over the threads.
 
     Examples
     --------
@@ -128,29 +126,57 @@ def grid_lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray,
     >>> [mass.tolist() for _, mass in grid_lloyd_sums(t, None, np.array([[0.0], [9.0]]), 2)]
     [[2.0, 0.0], [0.0, 1.0]]
     """
-    k, d = c.shape
-    m = tokens.shape[0]
-    rows = max(256, CHUNK // k)
-    cc = _augmented(c, tokens.dtype)
-    kernels = compiled.kernel()
-    if kernels is not None:
-        threads = _openmp_effective_n_threads() if m > rows else 1  # one chunk: no threads
-        acc = compiled.lloyd_sums(kernels, tokens, w, cc, rows, threads, block_rows,
-                                  bounds)
-        return [(a[:, :d], a[:, d]) for a in acc]
-    block_rows = block_rows or max(m, 1)
-    return [_numpy_sums(tokens[s : s + block_rows],
-                        None if w is None else w[s : s + block_rows], cc, rows)
-            for s in range(0, max(m, 1), block_rows)]
+    return GridStep(tokens, w, c.shape[0], block_rows, bounds=False)(c)
 
 
-def row_bounds(tokens: np.ndarray, k: int) -> compiled.RowBounds | None:
-    """Bounds on the distances of the rows of ``tokens`` (m, d + 1) to ``k`` centres, for
-    the steps of one run of :func:`grid_lloyd_sums` on them; None where the step is not
-    compiled (the NumPy step computes every product)."""
-    if compiled.kernel() is None:
-        return None
-    return compiled.RowBounds(tokens, k)
+class GridStep:
+    """:func:`grid_lloyd_sums` on the same rows at every step of a run: the grid, the
+    weights and the centres' buffer set up once and, compiled, the rows' bounds kept
+    from step to step (:class:`~skformer._fit.compiled.RowBounds`: the same sums, fewer
+    products; ``bounds=False``: none).
+
+    Examples
+    --------
+    >>> t = np.array([[0.0, 1.0], [1.0, 1.0], [10.0, 1.0]])   # tokens [x ; 1]
+    >>> step = GridStep(t, None, 2, None)
+    >>> [mass.tolist() for _, mass in step(np.array([[0.0], [9.0]]))]
+    [[2.0, 1.0]]
+    >>> [mass.tolist() for _, mass in step(np.array([[0.5], [10.0]]))]
+    [[2.0, 1.0]]
+    """
+
+    def __init__(self, tokens: np.ndarray, w: np.ndarray | None, k: int,
+                 block_rows: int | None, *, bounds: bool = True):
+        m, width = tokens.shape
+        self.tokens, self.block_rows = tokens, block_rows
+        self.rows = max(256, CHUNK // k)
+        self.kernels = compiled.kernel()
+        self.cct = np.empty((width, k), dtype=tokens.dtype)
+        self.w, self.bounds, self.threads = w, None, 1
+        if self.kernels is not None:
+            self.w = None if w is None else np.ascontiguousarray(w, np.float64)
+            if m > self.rows:  # one chunk: no threads
+                self.threads = _openmp_effective_n_threads()
+            if bounds:
+                self.bounds = compiled.RowBounds(tokens, k)
+
+    def __call__(self, c: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Each block's sums (k, d) and masses (k,), float64, from centres ``c`` (k, d)."""
+        c = c.astype(self.tokens.dtype, copy=False)
+        d = c.shape[1]
+        cct = self.cct  # [-2 c ; |c|^2]^T, the norms as _augmented's
+        np.multiply(c.T, -2, out=cct[:d])  # exact: a power of two
+        np.einsum("ij,ij->i", c, c, out=cct[d])
+        if self.kernels is not None:
+            acc = compiled.lloyd_sums(self.kernels, self.tokens, self.w, cct, self.rows,
+                                      self.threads, self.block_rows, self.bounds)
+            return [(a[:, :d], a[:, d]) for a in acc]
+        tokens, w, cc = self.tokens, self.w, np.ascontiguousarray(cct.T)
+        m = tokens.shape[0]
+        block_rows = self.block_rows or max(m, 1)
+        return [_numpy_sums(tokens[s : s + block_rows],
+                            None if w is None else w[s : s + block_rows], cc, self.rows)
+                for s in range(0, max(m, 1), block_rows)]
 
 
 def _numpy_sums(tokens: np.ndarray, w: np.ndarray | None, cc: np.ndarray, rows: int

@@ -29,14 +29,14 @@ import torch
 
 from ..nn.kernel import Workspace, exact_step
 from ..nn.model import ExactLloydModel
+from . import compiled
 from .cpu import (
+    GridStep,
     block_arrays,
     block_lloyd_sums,
     cpu_step,
     dense_score,
-    grid_lloyd_sums,
     is_small,
-    row_bounds,
     small_score,
 )
 from .sources import Block, DaskSource, Source, merge_tree, sum_parts
@@ -135,6 +135,30 @@ def _finish(c: np.ndarray, stats: LloydStats) -> np.ndarray:
     return new
 
 
+# The compiled end of a step's "no previous statistics".
+_NO_STATS = (np.empty((0, 0)), np.empty(0))
+
+
+def _settle(c: np.ndarray, stats: LloydStats, previous: LloydStats | None,
+            new: np.ndarray | None) -> tuple[np.ndarray, float, bool]:
+    """The end of a step from centres ``c`` (k, d) whose assignment has statistics
+    ``stats``: the new centres (``new``, or :func:`_finish`'s where None), the squared
+    shift to them and whether the statistics equal ``previous`` (then the assignment
+    did not change). Compiled in one call where numba is (the shift summed in order,
+    else by NumPy: every container of a fit takes the same way)."""
+    kernels = compiled.kernel()
+    if kernels is None:
+        if new is None:
+            new = _finish(c, stats)
+        return new, float(np.square(new.astype(np.float64) - c).sum()), stats.same(previous)
+    fill = new is None
+    if fill:
+        new = np.empty_like(c)
+    last = _NO_STATS if previous is None else previous
+    shift, same = kernels.finish_step(c, stats.sums, stats.mass, *last, new, fill)
+    return new, shift, same
+
+
 @torch.no_grad()
 def _dense_step(source: Source, model: ExactLloydModel, c: torch.Tensor):
     """The literal attention layer over all the points (``path="dense"``; sparse rows are
@@ -155,14 +179,17 @@ def _dense_step(source: Source, model: ExactLloydModel, c: torch.Tensor):
 
 
 def _stepper(source: Source, c: torch.Tensor, model: ExactLloydModel | None
-             ) -> Callable[[np.ndarray], tuple[np.ndarray, LloydStats]]:
+             ) -> Callable[[np.ndarray], tuple[np.ndarray | None, LloydStats]]:
     """Lloyd's step over ``source`` as a function of the centres: NumPy (k, d) of the
-    data's dtype (fit frame) in, the new centres and the assignment's statistics out.
-    ``c`` tells the device of the fit and the number of centres.
+    data's dtype (fit frame) in; the assignment's statistics out, after the new centres
+    where the step makes them itself (the dense model's), else None (:func:`_settle`
+    makes them). ``c`` tells the device of the fit and the number of centres.
 
     Data held in memory, of a kind the CPU step takes (:mod:`.cpu`), are stepped on
     their rows directly, all blocks in one call (each block's sums those of a pass
-    over the block alone, merged by the pass's tree: the same result).
+    over the block alone, merged by the pass's tree: the same result), by one
+    :class:`~skformer._fit.cpu.GridStep` for the run (compiled, it keeps the rows'
+    bounds from step to step and skips the products they make needless).
     """
     if model is not None and model.path == "dense":
         if isinstance(source, DaskSource):
@@ -177,18 +204,16 @@ def _stepper(source: Source, c: torch.Tensor, model: ExactLloydModel | None
     block = source.resident()
     if block is not None and cpu_step(block):
         tokens, w = block_arrays(block)
-        bounds = row_bounds(tokens, c.shape[0])
+        grid = GridStep(tokens, w, c.shape[0], source.block_rows)
 
         def resident(cn: np.ndarray):
-            parts = grid_lloyd_sums(tokens, w, cn, source.block_rows, bounds)
-            stats = merge_tree([LloydStats(*p) for p in parts], sum_parts)
-            return _finish(cn, stats), stats
+            parts = grid(cn)
+            return None, merge_tree([LloydStats(*p) for p in parts], sum_parts)
 
         return resident
 
     def blocks(cn: np.ndarray):
-        stats = source.map_reduce(lloyd_partial, sum_parts, torch.from_numpy(cn))
-        return _finish(cn, stats), stats
+        return None, source.map_reduce(lloyd_partial, sum_parts, torch.from_numpy(cn))
 
     return blocks
 
@@ -196,7 +221,9 @@ def _stepper(source: Source, c: torch.Tensor, model: ExactLloydModel | None
 def lloyd_step(source: Source, c: torch.Tensor, model: ExactLloydModel | None = None):
     """One step from centres ``c`` (k, d): new centres (``c``'s device) and the
     assignment's statistics."""
-    new, stats = _stepper(source, c, model)(_numpy(c))
+    cn = _numpy(c)
+    new, stats = _stepper(source, c, model)(cn)
+    new, _, _ = _settle(cn, stats, None, new)
     return torch.from_numpy(new).to(c.device), stats
 
 
@@ -231,11 +258,10 @@ def run_lloyd(source: Source, c: torch.Tensor, max_iter: int, tol: float, *,
     with _scratch_scope():
         for i in range(max_iter):
             new, stats = step(cn)
-            shift = float(np.square(new.astype(np.float64) - cn).sum())
-            cn = new
+            cn, shift, same = _settle(cn, stats, previous, new)
             if log:
                 logger.info("Iteration %d, centre shift %.6g.", i, to_user(shift))
-            if stats.same(previous):
+            if same:
                 if log:
                     logger.info("Converged at iteration %d: strict convergence.", i)
                 if x2 is not None:
