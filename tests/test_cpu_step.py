@@ -317,3 +317,44 @@ def test_the_compiled_end_of_a_step_is_numpys(global_random_seed, dtype, monkeyp
         assert flag == flag1
     assert [flag for _, _, flag in numpy_ends] == [False, True, False]
     np.testing.assert_array_equal(compiled_ends[0][0][mass == 0], c[mass == 0])
+
+
+@pytest.mark.parametrize("data", ["digits", "grid"])
+def test_a_fit_keeping_row_bounds_is_the_fit_without(data, global_random_seed, monkeypatch):
+    # A fit in memory, whose steps keep the rows' bounds and skip products (digits: by
+    # default; integer data full of exact ties: from the first step on), against the
+    # pass block by block, which computes every product: the same fit, to the last bit.
+    if compiled.kernel() is None:
+        pytest.skip("numba is not importable here")
+    if data == "digits":
+        from sklearn.datasets import load_digits
+
+        X, k = load_digits().data, 10
+        assert k * (X.shape[1] + 1) >= cpu.BOUNDS_PRODUCTS
+    else:
+        rng = np.random.default_rng(global_random_seed)
+        X, k = rng.integers(0, 5, size=(2000, 3)).astype(float), 6
+        monkeypatch.setattr(cpu, "BOUNDS_PRODUCTS", 0)
+        monkeypatch.setattr(cpu, "BOUNDS_AFTER", 0)
+    made = []
+    original = compiled.RowBounds.__init__
+
+    def counted(self, *args):
+        made.append(self)
+        original(self, *args)
+
+    monkeypatch.setattr(compiled.RowBounds, "__init__", counted)
+    fits = {}
+    for path in ("resident", "blocks"):
+        if path == "blocks":
+            monkeypatch.setattr(ArraySource, "resident", lambda self: None)
+        fits[path] = TransformerKMeans(k, random_state=global_random_seed, tol=0,
+                                       device="cpu").fit(X)
+        if path == "resident":
+            assert made, "the in-memory fit kept no bounds"
+            made.clear()
+    assert not made
+    for name in ("cluster_centers_", "labels_", "inertia_", "n_iter_"):
+        np.testing.assert_array_equal(getattr(fits["resident"], name),
+                                      getattr(fits["blocks"], name))
+    assert fits["resident"].n_iter_ > cpu.BOUNDS_AFTER + 1

@@ -49,8 +49,9 @@ from . import compiled
 from .assign import labels_inertia
 from .sources import Block
 
-__all__ = ["CHUNK", "SMALL", "GridStep", "block_arrays", "block_lloyd_sums", "cpu_step",
-           "dense_score", "grid_lloyd_sums", "is_small", "lloyd_sums", "small_score"]
+__all__ = ["BOUNDS_AFTER", "BOUNDS_PRODUCTS", "CHUNK", "SMALL", "GridStep", "block_arrays",
+           "block_lloyd_sums", "cpu_step", "dense_score", "grid_lloyd_sums", "is_small",
+           "lloyd_sums", "small_score"]
 
 # Largest block (rows x centres) of the small step. Small step / fused step, one run on
 # 2 cores: 0.3-0.4 on iris and wine, 0.5 on breast_cancer, 0.7 on digits (1797 x 10),
@@ -58,6 +59,14 @@ __all__ = ["CHUNK", "SMALL", "GridStep", "block_arrays", "block_lloyd_sums", "cp
 SMALL = 2**15
 # Distances (rows x centres) per chunk of a larger block (see the module's docstring).
 CHUNK = 2**17
+# Steps of a run before the compiled step keeps the rows' bounds (GridStep), and the
+# fewest products per row (k (d + 1)) it keeps them for: below, a row's product costs
+# no more than its bounds' upkeep. Fits against KMeans' on two threads, bounds against
+# none: k (d + 1) = 90 (n = 1e5, d = 8) 1.19 against 1.08; 330 (d = 32) 1.03 against
+# 1.00 and 1.04 against 1.06; 650 (digits) 1.11 against 1.19, at 1e5 1.07 against 1.06;
+# 3300 (n = 3e4, k = 100) 1.03 against 1.06.
+BOUNDS_AFTER = 2
+BOUNDS_PRODUCTS = 256
 
 _TORCH = {np.float32: torch.float32, np.float64: torch.float64}
 
@@ -131,9 +140,10 @@ def grid_lloyd_sums(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray,
 
 class GridStep:
     """:func:`grid_lloyd_sums` on the same rows at every step of a run: the grid, the
-    weights and the centres' buffer set up once and, compiled, the rows' bounds kept
-    from step to step (:class:`~skformer._fit.compiled.RowBounds`: the same sums, fewer
-    products; ``bounds=False``: none).
+    weights and the centres' buffer set up once and, compiled, from the step after the
+    first :data:`BOUNDS_AFTER` on, the rows' bounds kept from step to step
+    (:class:`~skformer._fit.compiled.RowBounds`: the same sums, fewer products; not
+    below :data:`BOUNDS_PRODUCTS` products per row, nor with ``bounds=False``).
 
     Examples
     --------
@@ -153,12 +163,13 @@ class GridStep:
         self.kernels = compiled.kernel()
         self.cct = np.empty((width, k), dtype=tokens.dtype)
         self.w, self.bounds, self.threads = w, None, 1
+        # Steps before the bounds are kept (and how many are left): a run's first steps
+        # move most rows, and a run that ends within them does not pay for the bounds.
+        self._plain = BOUNDS_AFTER if bounds and k * width >= BOUNDS_PRODUCTS else -1
         if self.kernels is not None:
             self.w = None if w is None else np.ascontiguousarray(w, np.float64)
             if m > self.rows:  # one chunk: no threads
                 self.threads = _openmp_effective_n_threads()
-            if bounds:
-                self.bounds = compiled.RowBounds(tokens, k)
 
     def __call__(self, c: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each block's sums (k, d) and masses (k,), float64, from centres ``c`` (k, d)."""
@@ -168,6 +179,9 @@ class GridStep:
         np.multiply(c.T, -2, out=cct[:d])  # exact: a power of two
         np.einsum("ij,ij->i", c, c, out=cct[d])
         if self.kernels is not None:
+            if self._plain == 0:
+                self.bounds = compiled.RowBounds(self.tokens, cct.shape[1])
+            self._plain -= 1
             acc = compiled.lloyd_sums(self.kernels, self.tokens, self.w, cct, self.rows,
                                       self.threads, self.block_rows, self.bounds)
             return [(a[:, :d], a[:, d]) for a in acc]
