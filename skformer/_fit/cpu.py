@@ -63,10 +63,11 @@ CHUNK = 2**17
 # fewest products per row (k (d + 1)) it keeps them for: below, a row's product costs
 # no more than its bounds' upkeep. Fits against KMeans' on two threads, bounds against
 # none: k (d + 1) = 90 (n = 1e5, d = 8) 1.19 against 1.08; 330 (d = 32) 1.03 against
-# 1.00 and 1.04 against 1.06; 650 (digits) 1.11 against 1.19, at 1e5 1.07 against 1.06;
-# 3300 (n = 3e4, k = 100) 1.03 against 1.06.
+# 1.00 and 1.04 against 1.06, and in `skformer bench kmeans` 1.08 to 1.17 against 1.00
+# to 1.09; 650 (digits) 1.11 against 1.19, at 1e5 1.07 against 1.06; 3300 (n = 3e4,
+# k = 100) 1.03 against 1.06.
 BOUNDS_AFTER = 2
-BOUNDS_PRODUCTS = 256
+BOUNDS_PRODUCTS = 512
 
 _TORCH = {np.float32: torch.float32, np.float64: torch.float64}
 
