@@ -61,11 +61,13 @@ SMALL = 2**15
 CHUNK = 2**17
 # Steps of a run before the compiled step keeps the rows' bounds (GridStep), and the
 # fewest products per row (k (d + 1)) it keeps them for: below, a row's product costs
-# no more than its bounds' upkeep. Fits against KMeans' on two threads, bounds against
-# none: k (d + 1) = 90 (n = 1e5, d = 8) 1.19 against 1.08; 330 (d = 32) 1.03 against
-# 1.00 and 1.04 against 1.06, and in `skformer bench kmeans` 1.08 to 1.17 against 1.00
-# to 1.09; 650 (digits) 1.11 against 1.19, at 1e5 1.07 against 1.06; 3300 (n = 3e4,
-# k = 100) 1.03 against 1.06.
+# no more than its bounds' upkeep. They are kept for data of one chunk only (thousands
+# of rows), where they were measured to pay. Fits against KMeans' on two threads,
+# bounds against none: k (d + 1) = 90 (n = 1e5, d = 8) 1.19 against 1.08; 330 (d = 32)
+# 1.03 against 1.00 and 1.04 against 1.06, in `skformer bench kmeans` 1.08 to 1.17
+# against 1.00 to 1.09; 650 (digits) 1.11 against 1.19, at 1e5 1.07 against 1.06; 3300
+# (n = 3e4, k = 100) 1.03 against 1.06, but uniform data at n = 1e5, k = 100
+# (`skformer bench exact`) 1.33 against 0.99 per iteration: few rows kept their centre.
 BOUNDS_AFTER = 2
 BOUNDS_PRODUCTS = 512
 
@@ -143,8 +145,9 @@ class GridStep:
     """:func:`grid_lloyd_sums` on the same rows at every step of a run: the grid, the
     weights and the centres' buffer set up once and, compiled, from the step after the
     first :data:`BOUNDS_AFTER` on, the rows' bounds kept from step to step
-    (:class:`~skformer._fit.compiled.RowBounds`: the same sums, fewer products; not
-    below :data:`BOUNDS_PRODUCTS` products per row, nor with ``bounds=False``).
+    (:class:`~skformer._fit.compiled.RowBounds`: the same sums, fewer products; for
+    rows of one chunk and at least :data:`BOUNDS_PRODUCTS` products per row, not with
+    ``bounds=False``).
 
     Examples
     --------
@@ -166,7 +169,8 @@ class GridStep:
         self.w, self.bounds, self.threads = w, None, 1
         # Steps before the bounds are kept (and how many are left): a run's first steps
         # move most rows, and a run that ends within them does not pay for the bounds.
-        self._plain = BOUNDS_AFTER if bounds and k * width >= BOUNDS_PRODUCTS else -1
+        keep = bounds and m <= self.rows and k * width >= BOUNDS_PRODUCTS
+        self._plain = BOUNDS_AFTER if keep else -1
         if self.kernels is not None:
             self.w = None if w is None else np.ascontiguousarray(w, np.float64)
             if m > self.rows:  # one chunk: no threads
