@@ -29,6 +29,10 @@ d = 32, float32 (before the one pass over all blocks): n = 1e5 1.06x (k = 10) an
 (k = 100), n = 1e6 0.92x and 0.86x, where the NumPy step took 2.35x, 2.09x, 2.21x and
 1.85x.
 
+Across the steps of a run on data of one chunk, the kernel may keep bounds on each
+row's distances (:class:`RowBounds`, Hamerly's algorithm) and skip the products of the
+rows whose nearest centre they prove unchanged: the same sums, to the last bit.
+
 The final assignment (:func:`~skformer._fit.assign.labels_inertia`) has two kernels
 here: :func:`literal_nearest` (the literal differences, small data) and
 :func:`certified_nearest` (one product per 256 rows and its certificates).
