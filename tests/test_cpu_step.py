@@ -358,3 +358,37 @@ def test_a_fit_keeping_row_bounds_is_the_fit_without(data, global_random_seed, m
         np.testing.assert_array_equal(getattr(fits["resident"], name),
                                       getattr(fits["blocks"], name))
     assert fits["resident"].n_iter_ > cpu.BOUNDS_AFTER + 1
+
+
+def test_bounds_stop_and_start_again_and_change_no_bit(global_random_seed, monkeypatch):
+    # Uniform data, where many rows change centre early on: the bounds stop when a step
+    # computes most rows' products and start again later, over several chunks, blocks
+    # and two threads; the fit is still the pass block by block's, to the last bit.
+    if compiled.kernel() is None:
+        pytest.skip("numba is not importable here")
+    monkeypatch.setattr(cpu, "BOUNDS_PRODUCTS", 0)
+    monkeypatch.setattr(cpu, "BOUNDS_AFTER", 1)
+    monkeypatch.setattr(cpu, "CHUNK", 2**12)  # chunks of 341 rows
+    monkeypatch.setattr(sources, "grid_rows", lambda n, d: 700)
+    rng = np.random.default_rng(global_random_seed)
+    X = rng.uniform(size=(3000, 4)).astype(np.float32)
+    steps = []
+    original = cpu.GridStep.__init__
+
+    def recorded(self, *args, **kwargs):
+        steps.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(cpu.GridStep, "__init__", recorded)
+    init = X[:12].copy()
+    fits = {}
+    for path in ("resident", "blocks"):
+        if path == "blocks":
+            monkeypatch.setattr(ArraySource, "resident", lambda self: None)
+        fits[path] = TransformerKMeans(12, init=init, n_init=1, tol=0, max_iter=60,
+                                       device="cpu").fit(X)
+    (step,) = [s for s in steps if s._may]  # the pass's steps keep none
+    assert step.bounds is not None and step._wait > cpu.BOUNDS_AFTER  # stopped, restarted
+    for name in ("cluster_centers_", "labels_", "inertia_", "n_iter_"):
+        np.testing.assert_array_equal(getattr(fits["resident"], name),
+                                      getattr(fits["blocks"], name))

@@ -49,9 +49,9 @@ from . import compiled
 from .assign import labels_inertia
 from .sources import Block
 
-__all__ = ["BOUNDS_AFTER", "BOUNDS_PRODUCTS", "CHUNK", "SMALL", "GridStep", "block_arrays",
-           "block_lloyd_sums", "cpu_step", "dense_score", "grid_lloyd_sums", "is_small",
-           "lloyd_sums", "small_score"]
+__all__ = ["BOUNDS_AFTER", "BOUNDS_PRODUCTS", "BOUNDS_STOP", "CHUNK", "SMALL", "GridStep",
+           "block_arrays", "block_lloyd_sums", "cpu_step", "dense_score", "grid_lloyd_sums",
+           "is_small", "lloyd_sums", "small_score"]
 
 # Largest block (rows x centres) of the small step. Small step / fused step, one run on
 # 2 cores: 0.3-0.4 on iris and wine, 0.5 on breast_cancer, 0.7 on digits (1797 x 10),
@@ -61,15 +61,19 @@ SMALL = 2**15
 CHUNK = 2**17
 # Steps of a run before the compiled step keeps the rows' bounds (GridStep), and the
 # fewest products per row (k (d + 1)) it keeps them for: below, a row's product costs
-# no more than its bounds' upkeep. They are kept for data of one chunk only (thousands
-# of rows), where they were measured to pay. Fits against KMeans' on two threads,
-# bounds against none: k (d + 1) = 90 (n = 1e5, d = 8) 1.19 against 1.08; 330 (d = 32)
-# 1.03 against 1.00 and 1.04 against 1.06, in `skformer bench kmeans` 1.08 to 1.17
-# against 1.00 to 1.09; 650 (digits) 1.11 against 1.19, at 1e5 1.07 against 1.06; 3300
-# (n = 3e4, k = 100) 1.03 against 1.06, but uniform data at n = 1e5, k = 100
-# (`skformer bench exact`) 1.33 against 0.99 per iteration: few rows kept their centre.
+# no more than its bounds' upkeep. Fits against KMeans' on two threads, bounds against
+# none: k (d + 1) = 90 (n = 1e5, d = 8) 1.19 against 1.08; 330 (d = 32) 1.03 against
+# 1.00 and 1.04 against 1.06, in `skformer bench kmeans` 1.08 to 1.17 against 1.00 to
+# 1.09; 650 (digits) 1.11 against 1.19, at 1e5 1.07 against 1.06; 3300 (n = 1e5,
+# k = 100) 0.81 against 1.02 (blobs), 0.70 against 1.04 (mixture), 0.91 against 1.03
+# (uniform, 300 steps).
 BOUNDS_AFTER = 2
 BOUNDS_PRODUCTS = 512
+# A step that kept bounds but computed the products of more than this share of the rows
+# stops them; they start again after BOUNDS_AFTER steps, then twice as many after each
+# stop (uniform data at n = 1e5, k = 100, steps 20 to 40 with bounds throughout: 1.33x
+# KMeans' iteration, against 0.99x without).
+BOUNDS_STOP = 0.5
 
 _TORCH = {np.float32: torch.float32, np.float64: torch.float64}
 
@@ -145,9 +149,10 @@ class GridStep:
     """:func:`grid_lloyd_sums` on the same rows at every step of a run: the grid, the
     weights and the centres' buffer set up once and, compiled, from the step after the
     first :data:`BOUNDS_AFTER` on, the rows' bounds kept from step to step
-    (:class:`~skformer._fit.compiled.RowBounds`: the same sums, fewer products; for
-    rows of one chunk and at least :data:`BOUNDS_PRODUCTS` products per row, not with
-    ``bounds=False``).
+    (:class:`~skformer._fit.compiled.RowBounds`: the same sums, fewer products; with at
+    least :data:`BOUNDS_PRODUCTS` products per row, not with ``bounds=False``). A step
+    that computed most rows' products anyway (:data:`BOUNDS_STOP`) stops the bounds for
+    a while, twice as long after each stop.
 
     Examples
     --------
@@ -167,10 +172,11 @@ class GridStep:
         self.kernels = compiled.kernel()
         self.cct = np.empty((width, k), dtype=tokens.dtype)
         self.w, self.bounds, self.threads = w, None, 1
-        # Steps before the bounds are kept (and how many are left): a run's first steps
-        # move most rows, and a run that ends within them does not pay for the bounds.
-        keep = bounds and m <= self.rows and k * width >= BOUNDS_PRODUCTS
-        self._plain = BOUNDS_AFTER if keep else -1
+        # Whether the run may keep bounds, whether it keeps them now, and else how many
+        # steps are left before it starts them (again) and the wait after a stop.
+        self._may = bounds and k * width >= BOUNDS_PRODUCTS
+        self._active = False
+        self._until = self._wait = BOUNDS_AFTER
         if self.kernels is not None:
             self.w = None if w is None else np.ascontiguousarray(w, np.float64)
             if m > self.rows:  # one chunk: no threads
@@ -184,11 +190,14 @@ class GridStep:
         np.multiply(c.T, -2, out=cct[:d])  # exact: a power of two
         np.einsum("ij,ij->i", c, c, out=cct[d])
         if self.kernels is not None:
-            if self._plain == 0:
-                self.bounds = compiled.RowBounds(self.tokens, cct.shape[1])
-            self._plain -= 1
+            bounds = self._step_bounds(cct.shape[1])
             acc = compiled.lloyd_sums(self.kernels, self.tokens, self.w, cct, self.rows,
-                                      self.threads, self.block_rows, self.bounds)
+                                      self.threads, self.block_rows, bounds)
+            if (bounds is not None and bounds.pruned
+                    and bounds.computed > BOUNDS_STOP * self.tokens.shape[0]):
+                # Most rows moved: steps without bounds cost less for a while.
+                self._active, self._until = False, self._wait
+                self._wait *= 2
             return [(a[:, :d], a[:, d]) for a in acc]
         tokens, w, cc = self.tokens, self.w, np.ascontiguousarray(cct.T)
         m = tokens.shape[0]
@@ -196,6 +205,22 @@ class GridStep:
         return [_numpy_sums(tokens[s : s + block_rows],
                             None if w is None else w[s : s + block_rows], cc, self.rows)
                 for s in range(0, max(m, 1), block_rows)]
+
+
+    def _step_bounds(self, k: int) -> compiled.RowBounds | None:
+        """The bounds this step keeps (started or restarted when due), or None."""
+        if not self._may or self.kernels is None:
+            return None
+        if not self._active:
+            if self._until > 0:
+                self._until -= 1
+                return None
+            if self.bounds is None:
+                self.bounds = compiled.RowBounds(self.tokens, k)
+            else:
+                self.bounds.restart()
+            self._active = True
+        return self.bounds
 
 
 def _numpy_sums(tokens: np.ndarray, w: np.ndarray | None, cc: np.ndarray, rows: int
