@@ -64,9 +64,9 @@ CHUNK = 2**17
 # no more than its bounds' upkeep. Fits against KMeans' on two threads, bounds against
 # none: k (d + 1) = 90 (n = 1e5, d = 8) 1.19 against 1.08; 330 (d = 32) 1.03 against
 # 1.00 and 1.04 against 1.06, in `skformer bench kmeans` 1.08 to 1.17 against 1.00 to
-# 1.09; 650 (digits) 1.11 against 1.19, at 1e5 1.07 against 1.06; 3300 (n = 1e5,
-# k = 100) 0.81 against 1.02 (blobs), 0.70 against 1.04 (mixture), 0.91 against 1.03
-# (uniform, 300 steps).
+# 1.09; 650 (digits) 1.11 against 1.19, at 1e5 0.91 against 1.07 (mixture) and 1.05
+# against 1.05 (blobs); 3300 (n = 1e5, k = 100) 0.79 against 1.03 (blobs), 0.68 against
+# 1.02 (mixture), 0.86 against 1.02 (uniform, 300 steps).
 BOUNDS_AFTER = 2
 BOUNDS_PRODUCTS = 512
 # A step that kept bounds but computed the products of more than this share of the rows
@@ -205,7 +205,6 @@ class GridStep:
         return [_numpy_sums(tokens[s : s + block_rows],
                             None if w is None else w[s : s + block_rows], cc, self.rows)
                 for s in range(0, max(m, 1), block_rows)]
-
 
     def _step_bounds(self, k: int) -> compiled.RowBounds | None:
         """The bounds this step keeps (started or restarted when due), or None."""
