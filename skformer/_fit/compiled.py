@@ -137,16 +137,6 @@ def chunk_sums(t, w, cct, edges, first, stop, out, labels, rows,
                     for p in range(r):
                         gathered[p] = t[todo[g + p]]
                     np.dot(gathered[:r], cct, dist[:r])
-                if not keep:
-                    for p in range(r):
-                        best = 0
-                        low = dist[p, 0]
-                        for j in range(1, k):
-                            if dist[p, j] < low:
-                                low = dist[p, j]
-                                best = j
-                        nearest[todo[g + p] - a] = best
-                    continue
                 for p in range(r):
                     best = 0
                     low = dist[p, 0]
@@ -154,6 +144,10 @@ def chunk_sums(t, w, cct, edges, first, stop, out, labels, rows,
                         if dist[p, j] < low:
                             low = dist[p, j]
                             best = j
+                    row = todo[g + p]
+                    nearest[row - a] = best
+                    if not keep:
+                        continue
                     # The second lowest value, in a pass of its own (one loop keeping
                     # both took twice the step's time at k = 100).
                     second = np.inf
@@ -166,8 +160,6 @@ def chunk_sums(t, w, cct, edges, first, stop, out, labels, rows,
                             if dist[p, j] < other:
                                 other = dist[p, j]
                         second = np.float64(other)
-                    row = todo[g + p]
-                    nearest[row - a] = best
                     labels[row] = best
                     sq = rows[2, row]
                     margin = slack[0] * sq + slack[1]
