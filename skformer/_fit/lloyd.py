@@ -154,8 +154,10 @@ def _settle(c: np.ndarray, stats: LloydStats, previous: LloydStats | None,
     fill = new is None
     if fill:
         new = np.empty_like(c)
-    last = _NO_STATS if previous is None else previous
-    shift, same = kernels.finish_step(c, stats.sums, stats.mass, *last, new, fill)
+    # C-ordered arrays whatever the step made them: one signature to compile.
+    stats = LloydStats(*map(np.ascontiguousarray, stats))
+    last = _NO_STATS if previous is None else map(np.ascontiguousarray, previous)
+    shift, same = kernels.finish_step(c, *stats, *last, new, fill)
     return new, shift, same
 
 
