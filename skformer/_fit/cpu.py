@@ -90,11 +90,12 @@ def cpu_step(block: Block) -> bool:
     return block.tokens is not None and block.tokens.device.type == "cpu"
 
 
-def _augmented(c: np.ndarray, dtype) -> np.ndarray:
-    """``[-2 c ; |c|^2]`` (k, d + 1) of centres ``c`` (k, d), in ``dtype``."""
+def _augmented(c: np.ndarray, dtype, out: np.ndarray | None = None) -> np.ndarray:
+    """``[-2 c ; |c|^2]`` (k, d + 1) of centres ``c`` (k, d), in ``dtype`` (into ``out``,
+    any (k, d + 1) view of ``dtype``, where given)."""
     c = c.astype(dtype, copy=False)
     k, d = c.shape
-    cc = np.empty((k, d + 1), dtype=dtype)
+    cc = np.empty((k, d + 1), dtype=dtype) if out is None else out
     np.multiply(c, -2, out=cc[:, :d])  # exact: a power of two
     np.einsum("ij,ij->i", c, c, out=cc[:, d])
     return cc
@@ -177,18 +178,13 @@ class GridStep:
         self._may = bounds and k * width >= BOUNDS_PRODUCTS
         self._active = False
         self._until = self._wait = BOUNDS_AFTER
-        if self.kernels is not None:
-            self.w = None if w is None else np.ascontiguousarray(w, np.float64)
-            if m > self.rows:  # one chunk: no threads
-                self.threads = _openmp_effective_n_threads()
+        if self.kernels is not None and m > self.rows:  # one chunk: no threads
+            self.threads = _openmp_effective_n_threads()
 
     def __call__(self, c: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each block's sums (k, d) and masses (k,), float64, from centres ``c`` (k, d)."""
-        c = c.astype(self.tokens.dtype, copy=False)
         d = c.shape[1]
-        cct = self.cct  # [-2 c ; |c|^2]^T, the norms as _augmented's
-        np.multiply(c.T, -2, out=cct[:d])  # exact: a power of two
-        np.einsum("ij,ij->i", c, c, out=cct[d])
+        cct = _augmented(c, self.tokens.dtype, out=self.cct.T).T  # [-2 c ; |c|^2]^T
         if self.kernels is not None:
             bounds = self._step_bounds(cct.shape[1])
             acc = compiled.lloyd_sums(self.kernels, self.tokens, self.w, cct, self.rows,
@@ -198,7 +194,8 @@ class GridStep:
                 # Most rows moved: steps without bounds cost less for a while.
                 self._active, self._until = False, self._wait
                 self._wait *= 2
-            return [(a[:, :d], a[:, d]) for a in acc]
+            # C-ordered, as every step's statistics (what the end of a step takes).
+            return [(np.ascontiguousarray(a[:, :d]), a[:, d].copy()) for a in acc]
         tokens, w, cc = self.tokens, self.w, np.ascontiguousarray(cct.T)
         m = tokens.shape[0]
         block_rows = self.block_rows or max(m, 1)
