@@ -26,6 +26,8 @@ Two options go beyond the paper, for models trained over several re-embedded ste
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
@@ -187,6 +189,62 @@ class LearnedKMeansModel(nn.Module):
                 values = torch.as_tensor(temperature, dtype=model.log_temperature.dtype)
                 model.log_temperature.copy_(values.log().expand_as(model.log_temperature))
         return model
+
+    @classmethod
+    def from_schedule(
+        cls,
+        n_features: int,
+        n_clusters: int,
+        log_effective: torch.Tensor,
+        *,
+        embedding: str = "binary",
+    ) -> LearnedKMeansModel:
+        """The exact construction at any ``(d, k)`` driven by a shape-free schedule.
+
+        A scheduled model whose projections are the exact construction (``scale=1``,
+        ``normalise=True``) is described entirely by its *effective* inverse
+        temperatures: A1's per mean squared distance to the nearest centre, A3's and
+        A4's per differing code bit. None of them depends on ``d`` or ``k``, so one
+        schedule serves every shape; only the attention's ``1/sqrt(e)`` is compensated
+        here, for the token width ``e`` of the shape built.
+
+        Parameters
+        ----------
+        n_features, n_clusters : int
+        log_effective : Tensor of shape (S, 3)
+            Log effective inverse temperatures of A1, A3 and A4 for each of ``S`` steps.
+        embedding : {"binary", "onehot"}, default="binary"
+
+        Examples
+        --------
+        >>> import torch
+        >>> schedule = torch.log(torch.tensor([[4.0, 20.0, 20.0], [50.0, 40.0, 40.0]]))
+        >>> a = LearnedKMeansModel.from_schedule(3, 64, schedule)
+        >>> b = LearnedKMeansModel.from_schedule(700, 5, schedule)
+        >>> a.schedule, a.layer.embed_dim, b.layer.embed_dim
+        (2, 9, 703)
+        >>> x = torch.rand(1, 200, 3)
+        >>> a.iterate(x, x[:, :64], 3).shape
+        torch.Size([1, 4, 64, 3])
+        """
+        log_effective = torch.as_tensor(log_effective, dtype=torch.float32)
+        if log_effective.ndim != 2 or log_effective.shape[1] != 3 or not len(log_effective):
+            raise ValueError("log_effective must have shape (S, 3) with S >= 1, got "
+                             f"{tuple(log_effective.shape)}.")
+        model = cls.from_exact(n_features, n_clusters, scale=1.0, embedding=embedding,
+                               normalise=True, schedule=len(log_effective), dropout=0.0)
+        width = n_features + index_width(embedding, n_clusters)
+        with torch.no_grad():  # gamma = 1, scale = 1: the model's factor is sqrt(e)
+            model.log_temperature.copy_(log_effective + 0.5 * math.log(width))
+        return model
+
+    def effective_schedule(self) -> torch.Tensor:
+        """The log effective inverse temperatures of a scheduled model at ``scale=1``
+        (the inverse of :meth:`from_schedule`), shape (S, 3)."""
+        if self.log_temperature is None:
+            raise ValueError("the model has no temperature schedule.")
+        width = self.n_features + index_width(self.embedding, self.n_clusters)
+        return self.log_temperature.detach() - 0.5 * math.log(width) - math.log(self.gamma)
 
     def forward(
         self,

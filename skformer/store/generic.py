@@ -1,0 +1,244 @@
+"""Shape-generic schedules: one small file per binary code width serves every ``(d, k)``.
+
+A file ``generic_b{B}.safetensors`` holds one tensor, ``log_effective`` of shape
+``(S, 3)`` (the log effective inverse temperatures of a schedule trained by
+:func:`~skformer.training.generic.train_generic` on tasks of every ``k`` of ``B`` code
+bits), and JSON metadata with a content hash, in the model files' format
+(:mod:`skformer.store.format`). :func:`generic_model` builds the model for a shape from
+it (:meth:`~skformer.nn.learned.LearnedKMeansModel.from_schedule`): nothing is trained
+at fit time.
+
+Files are looked for in the package (``skformer/weights/``), then in the user cache. A
+code width with no file of its own uses the nearest one below it (the schedule is
+shape-free; the metadata says which ``k`` it was trained on).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import safetensors.torch
+import torch
+
+from .._version import __version__
+from ..nn.learned import LearnedKMeansModel
+from . import locations
+from .format import ModelStoreError, _atomic_write, _content_hash, _read_header, read_model
+from .locations import find_model
+
+__all__ = ["GENERIC_FORMAT", "SHIPPED_BUDGETS", "GenericSchedule", "code_bits",
+           "find_schedule", "generic_filename", "generic_model", "pretrain_generic",
+           "read_schedule", "save_schedule"]
+
+GENERIC_FORMAT = "skformer-generic-schedule"
+_KEY = "skformer"
+
+
+def code_bits(n_clusters: int) -> int:
+    """Columns of the binary code of ``n_clusters`` centres (at least 1).
+
+    Examples
+    --------
+    >>> code_bits(2), code_bits(3), code_bits(16), code_bits(17), code_bits(1000)
+    (1, 2, 4, 5, 10)
+    """
+    return max(1, math.ceil(math.log2(int(n_clusters))))
+
+
+def generic_filename(bits: int) -> str:
+    """``generic_b{bits}.safetensors``.
+
+    Examples
+    --------
+    >>> generic_filename(7)
+    'generic_b7.safetensors'
+    """
+    return f"generic_b{int(bits)}.safetensors"
+
+
+@dataclass(frozen=True)
+class GenericSchedule:
+    """A shape-generic schedule read from a file."""
+
+    log_effective: torch.Tensor
+    """Shape (S, 3), float32, on the CPU."""
+    metadata: dict
+    """``bits``, ``clusters`` (the k trained on), ``features``, ``val_ratio``,
+    ``training_config``, ``training`` (steps, seconds), ``created``, ..."""
+    path: Path
+
+    def model(self, n_features: int, n_clusters: int) -> LearnedKMeansModel:
+        """The model of this schedule at ``(n_features, n_clusters)``, eval mode."""
+        return LearnedKMeansModel.from_schedule(n_features, n_clusters,
+                                                self.log_effective).eval()
+
+
+def save_schedule(path: str | os.PathLike, log_effective: torch.Tensor, *, bits: int,
+                  clusters: tuple[int, int], features, val_ratio: float | None = None,
+                  training_config: dict | None = None, training: dict | None = None) -> Path:
+    """Write a schedule file (atomically), with its metadata and content hash."""
+    path = Path(path)
+    tensors = {"log_effective": torch.as_tensor(log_effective).detach().float().cpu()
+               .contiguous()}
+    metadata = json.loads(json.dumps({
+        "format": GENERIC_FORMAT, "format_version": 1, "embedding": "binary",
+        "bits": int(bits), "clusters": [int(c) for c in clusters],
+        "features": [int(d) for d in features],
+        "val_ratio": None if val_ratio is None else float(val_ratio),
+        "training_config": training_config, "training": training,
+        "package_version": __version__,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }))
+    metadata["content_hash"] = _content_hash(tensors, metadata)
+    data = safetensors.torch.save(tensors, metadata={_KEY: json.dumps(metadata)})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, data)
+    return path
+
+
+def read_schedule(path: str | os.PathLike) -> GenericSchedule:
+    """Read and verify a schedule file.
+
+    Raises
+    ------
+    ModelStoreError
+        If the file is not safetensors, is truncated, is not a skformer schedule or
+        fails its content-hash check.
+    """
+    path = Path(path)
+    data = path.read_bytes()
+    header = _read_header(data, path)
+    try:
+        tensors = safetensors.torch.load(data)
+    except Exception as exc:  # SafetensorError is not exported under a stable name
+        raise ModelStoreError(f"{path} is not a valid safetensors file: {exc}") from exc
+    try:
+        metadata = json.loads((header.get("__metadata__") or {})[_KEY])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ModelStoreError(f"{path} is not a skformer schedule ({exc}).") from exc
+    if not isinstance(metadata, dict) or metadata.get("format") != GENERIC_FORMAT:
+        raise ModelStoreError(f"{path} is not a skformer schedule (format is not "
+                              f"{GENERIC_FORMAT!r}).")
+    if metadata.get("content_hash") != _content_hash(tensors, metadata):
+        raise ModelStoreError(f"{path} is corrupted: content hash mismatch.")
+    schedule = tensors.get("log_effective")
+    if schedule is None or schedule.ndim != 2 or schedule.shape[1] != 3:
+        raise ModelStoreError(f"{path}: no (S, 3) tensor 'log_effective'.")
+    return GenericSchedule(schedule.float(), metadata, path)
+
+
+def _candidates(bits: int) -> list[Path]:
+    """The files that may serve ``bits``: that width's, then narrower ones, shipped
+    before cached."""
+    out = []
+    for b in range(int(bits), 0, -1):
+        out += [locations.shipped_dir() / generic_filename(b),
+                locations.cache_dir() / generic_filename(b)]
+    return out
+
+
+def find_schedule(bits: int) -> Path | None:
+    """The schedule file serving a code width: its own, else the nearest narrower one;
+    None where there is none at all.
+
+    Examples
+    --------
+    >>> find_schedule(12).name.startswith("generic_b")   # wider than any trained: the widest
+    True
+    """
+    return next((p for p in _candidates(bits) if p.is_file()), None)
+
+
+@lru_cache(maxsize=16)
+def _read_cached(path: str, stamp: int) -> GenericSchedule:
+    return read_schedule(path)
+
+
+def generic_model(n_features: int, n_clusters: int) -> tuple[LearnedKMeansModel, dict] | None:
+    """The shape-generic model for ``(n_features, n_clusters)`` (binary code), and its
+    schedule's metadata; None where no schedule file is found.
+
+    Examples
+    --------
+    >>> model, metadata = generic_model(3, 300)
+    >>> model.layer.embed_dim, metadata["bits"] <= 9
+    (12, True)
+    """
+    path = find_schedule(code_bits(n_clusters))
+    if path is None:
+        return None
+    schedule = _read_cached(str(path), path.stat().st_mtime_ns)
+    return schedule.model(n_features, n_clusters), schedule.metadata
+
+
+# The shipped schedules' training budgets by code width: the cost of a batch grows with
+# k times the points (16 per cluster), so wide codes train on fewer, smaller batches and
+# on their smallest k (``max_clusters``); the metadata records what each was trained on.
+SHIPPED_BUDGETS = {
+    **{b: {} for b in range(1, 7)},
+    7: {"batch_size": 8},
+    8: {"batch_size": 4, "steps": 30, "search": 24, "n_val_batches": 4},
+    9: {"batch_size": 2, "steps": 20, "search": 16, "n_val_batches": 3, "max_clusters": 320},
+    10: {"batch_size": 2, "steps": 20, "search": 16, "n_val_batches": 3,
+         "max_clusters": 600},
+}
+
+
+def pretrain_generic(bits: int, *, path: str | os.PathLike | None = None,
+                     warm_start: tuple[int, int] | None = (32, 16), progress: bool = False,
+                     **overrides) -> GenericSchedule:
+    """Train the shape-generic schedule of a code width and save it.
+
+    Parameters
+    ----------
+    bits : int
+        Code width ``B``: the schedule serves every ``k`` in ``(2^(B-1), 2^B]``.
+    path : path-like, default=None
+        Where to save: None is the user cache (``generic_b{B}.safetensors``).
+    warm_start : (d, k) or None, default=(32, 16)
+        A shipped model trained for one shape whose schedule (as effective
+        temperatures) is the search's first candidate; None: random candidates only.
+    progress : bool, default=False
+    **overrides
+        :class:`~skformer.training.generic.GenericConfig` fields (default: the shipped
+        budget of the width, :data:`SHIPPED_BUDGETS`).
+
+    Returns
+    -------
+    GenericSchedule
+        As read back from the file.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "generic_b2.safetensors"
+    >>> s = pretrain_generic(2, path=out, features=(2,), steps=1, search=1, batch_size=2,
+    ...                      n_val_batches=1, min_points=16, unroll=2, schedule=2)
+    >>> s.metadata["bits"], s.metadata["clusters"], tuple(s.log_effective.shape)
+    (2, [3, 4], (2, 3))
+    """
+    from ..training.generic import GenericConfig, train_generic
+
+    params = {**SHIPPED_BUDGETS.get(int(bits), {}), **overrides}
+    if warm_start is not None and "init" not in params:
+        shipped = find_model(*warm_start, embedding="binary", loss="l2")
+        if shipped is not None and shipped.parent == locations.shipped_dir():
+            stored = read_model(shipped).model
+            if stored.schedule == params.get("schedule", stored.schedule):
+                params["init"] = stored.effective_schedule().exp().tolist()
+    config = GenericConfig(bits=int(bits), **params)
+    result = train_generic(config, progress=progress)
+    target = (Path(path) if path is not None
+              else locations.cache_dir() / generic_filename(bits))
+    save_schedule(target, result.log_effective, bits=bits, clusters=config.clusters,
+                  features=config.features, val_ratio=result.val_ratio,
+                  training_config=config.to_dict(),
+                  training={"steps": config.steps, "seconds": round(result.seconds, 1),
+                            "history": result.history})
+    return read_schedule(target)

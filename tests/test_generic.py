@@ -1,0 +1,166 @@
+"""Shape-generic models: the schedule-driven construction (nn/learned.py), its training
+(training/generic.py) and its files (store/generic.py)."""
+
+import math
+
+import pytest
+import torch
+
+from skformer.nn.embedding import index_width
+from skformer.nn.learned import LearnedKMeansModel
+from skformer.store import ModelStoreError, locations
+from skformer.store.generic import (
+    code_bits,
+    find_schedule,
+    generic_filename,
+    generic_model,
+    read_schedule,
+    save_schedule,
+)
+from skformer.training.generic import GenericConfig, code_clusters, train_generic
+
+SCHEDULE = torch.log(torch.tensor([[4.0, 20.0, 20.0], [0.8, 3.0, 9.0], [120.0, 40.0, 40.0]]))
+
+
+def _reference(d, k, schedule):
+    """The per-shape construction the generic one must equal: from_exact at scale 1 with
+    each step's multipliers set to the effective temperatures times sqrt(e)."""
+    model = LearnedKMeansModel.from_exact(d, k, scale=1.0, normalise=True,
+                                          schedule=len(schedule), dropout=0.0)
+    width = d + index_width("binary", k)
+    with torch.no_grad():
+        model.log_temperature.copy_(schedule + math.log(math.sqrt(width)))
+    return model.eval()
+
+
+def _tasks(seed, d, k, n=120, b=2):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(b, n, d, generator=g)
+    return x, x[:, :k].clone()
+
+
+# -- the construction ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("d", "k"), [(1, 2), (3, 7), (5, 16), (40, 33)])
+def test_from_schedule_equals_the_per_shape_construction(d, k):
+    x, c = _tasks(0, d, k)
+    ours = LearnedKMeansModel.from_schedule(d, k, SCHEDULE).eval()
+    ref = _reference(d, k, SCHEDULE)
+    torch.testing.assert_close(ours.iterate(x, c, 4), ref.iterate(x, c, 4))
+
+
+def test_effective_schedule_inverts_from_schedule():
+    model = LearnedKMeansModel.from_schedule(7, 300, SCHEDULE)
+    torch.testing.assert_close(model.effective_schedule(), SCHEDULE)
+
+
+def test_one_schedule_serves_every_k_of_a_code_width():
+    """k = 9 ... 16 share four code columns: each model is the per-k reference."""
+    for k in (9, 12, 16):
+        x, c = _tasks(k, 4, k)
+        generic = LearnedKMeansModel.from_schedule(4, k, SCHEDULE).eval()
+        assert generic.layer.embed_dim == 4 + 4
+        torch.testing.assert_close(generic.iterate(x, c, 3), _reference(4, k, SCHEDULE)
+                                   .iterate(x, c, 3))
+
+
+@pytest.mark.parametrize(("schedule", "match"), [
+    (torch.zeros(3), r"shape \(S, 3\)"),
+    (torch.zeros(0, 3), r"S >= 1"),
+    (torch.zeros(2, 4), r"shape \(S, 3\)"),
+])
+def test_from_schedule_rejects_bad_schedules(schedule, match):
+    with pytest.raises(ValueError, match=match):
+        LearnedKMeansModel.from_schedule(2, 3, schedule)
+
+
+# -- training --------------------------------------------------------------------------
+
+TINY = dict(features=(2, 3), steps=4, search=3, batch_size=4, n_val_batches=2,
+            eval_every=2, min_points=24, points_per_cluster=4, unroll=3, schedule=3)
+
+
+def test_training_is_reproducible_and_returns_its_best_validation():
+    a = train_generic(GenericConfig(bits=3, seed=5, **TINY))
+    b = train_generic(GenericConfig(bits=3, seed=5, **TINY))
+    torch.testing.assert_close(a.log_effective, b.log_effective)
+    best = min(a.history, key=lambda row: row["val_score"])
+    assert a.val_ratio == best["val_ratio"] and a.log_effective.shape == (3, 3)
+
+
+def test_a_warm_start_is_the_first_candidate():
+    init = SCHEDULE.exp().tolist()
+    result = train_generic(GenericConfig(bits=2, init=init, **{**TINY, "search": 0,
+                                                                  "steps": 0}))
+    torch.testing.assert_close(result.log_effective, SCHEDULE)
+
+
+@pytest.mark.parametrize(("params", "match"), [
+    (dict(bits=0), "bits must be an int >= 1"),
+    (dict(bits=2, features=()), "features must be widths >= 1"),
+    (dict(bits=2, families=("uniform",)), "families must be among"),
+    (dict(bits=2, schedule=2, init=[[1, 1, 1]]), r"init must have shape \(2, 3\)"),
+    (dict(bits=2, batch_size=0), "batch_size must be >= 1"),
+])
+def test_config_errors(params, match):
+    with pytest.raises(ValueError, match=match):
+        GenericConfig(**params)
+
+
+def test_code_widths():
+    assert [code_clusters(b) for b in (1, 2, 5)] == [(2, 2), (3, 4), (17, 32)]
+    assert [code_bits(k) for k in (2, 3, 4, 5, 1024, 1025)] == [1, 2, 2, 3, 10, 11]
+    assert GenericConfig(bits=9, max_clusters=300).clusters == (257, 300)
+
+
+# -- files -----------------------------------------------------------------------------
+
+
+def test_schedule_file_round_trip(tmp_path):
+    path = save_schedule(tmp_path / generic_filename(3), SCHEDULE, bits=3, clusters=(5, 8),
+                         features=(2, 4), val_ratio=0.9)
+    stored = read_schedule(path)
+    torch.testing.assert_close(stored.log_effective, SCHEDULE)
+    assert stored.metadata["clusters"] == [5, 8] and stored.metadata["val_ratio"] == 0.9
+
+
+@pytest.mark.parametrize(("damage", "match"), [
+    (lambda b: b[:20], "truncated|not a safetensors"),
+    (lambda b: b[:-1] + bytes([b[-1] ^ 1]), "content hash mismatch"),
+    (lambda b: b"not a file at all", "not a safetensors"),
+])
+def test_a_damaged_schedule_file_is_refused(tmp_path, damage, match):
+    path = save_schedule(tmp_path / "s.safetensors", SCHEDULE, bits=3, clusters=(5, 8),
+                         features=(2,))
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(ModelStoreError, match=match):
+        read_schedule(path)
+
+
+def test_a_model_file_is_not_a_schedule(tmp_path):
+    from skformer.store import save_model
+
+    path = save_model(tmp_path / "m.safetensors", LearnedKMeansModel.from_exact(2, 3))
+    with pytest.raises(ModelStoreError, match="not a skformer schedule"):
+        read_schedule(path)
+
+
+def test_a_code_width_without_its_own_file_uses_the_nearest_narrower(tmp_path, monkeypatch):
+    monkeypatch.setattr(locations, "shipped_dir", lambda: tmp_path / "shipped")
+    monkeypatch.setattr(locations, "cache_dir", lambda: tmp_path / "cache")
+    assert find_schedule(4) is None and generic_model(3, 12) is None
+    save_schedule(tmp_path / "cache" / generic_filename(2), SCHEDULE, bits=2,
+                  clusters=(3, 4), features=(2,))
+    assert find_schedule(4).name == "generic_b2.safetensors"
+    model, metadata = generic_model(3, 12)
+    assert metadata["bits"] == 2 and model.n_clusters == 12
+
+
+def test_every_code_width_up_to_1024_clusters_ships_and_the_weights_stay_small():
+    shipped = locations.shipped_dir()
+    for bits in range(1, 11):
+        stored = read_schedule(shipped / generic_filename(bits))
+        assert stored.metadata["bits"] == bits and stored.log_effective.shape[1] == 3
+    total = sum(p.stat().st_size for p in shipped.iterdir() if p.is_file())
+    assert total < 25 * 2**20
