@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from numbers import Integral
 
 import torch
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseTransformerKMeans
-from ._fit import FitResult, LearnedSetup
+from ._fit import FitResult, LearnedSetup, auto_context
 from .store.selection import choose_model
 
 __all__ = ["TransformerKMeans"]
@@ -38,15 +39,20 @@ class TransformerKMeans(BaseTransformerKMeans):
     and ``random_state`` as KMeans, the inertia is never above KMeans', and lower where
     the learned steps find a better clustering.
 
-    The learned model is tied to the shape ``(n_features, n_clusters)``: a model shipped
-    with the package or cached is used; for a narrower ``n_features`` than a shipped
-    model of the same ``n_clusters``, the data are padded with zero features; otherwise
-    a model is pretrained on demand (under a minute on a CPU up to 64 features and 16
-    clusters, once; see :func:`skformer.pretrain`). A model not expected to gain at
-    least 0.5 % over Lloyd's algorithm from the fit's kind of start (measured on
-    held-out tasks when it was shipped; for instance ``n_clusters=2``, where Lloyd's
-    algorithm already finds the best clustering) is not run: the fit is then KMeans'
-    (``learned_used_`` says which).
+    The learned model serves every shape ``(n_features, n_clusters)`` without training
+    at fit time. Where a model trained for the shape is shipped (or cached) and expected
+    to gain at least 0.5 % over Lloyd's algorithm from the fit's kind of start, it runs
+    (for a narrower ``n_features`` than a shipped model of the same ``n_clusters``, the
+    data are padded with zero features). Otherwise, with the binary code, the
+    *shape-generic* model of the code width ``ceil(log2 n_clusters)`` runs: the exact
+    construction at the data's shape driven by a temperature schedule trained once on
+    tasks of every ``k`` of that code width (:mod:`skformer.store.generic`); on data
+    with more than 64 features its steps run in the top 64 principal directions of the
+    context, and its centres are taken back as means of the rows they assign. With
+    ``embedding="onehot"`` a model is pretrained on demand where none is stored (about
+    a minute on a CPU up to 128 features and 20 clusters, said by a warning; see
+    :func:`skformer.pretrain`), and the learned run is skipped, with a warning, where
+    that would take longer.
 
     Parameters
     ----------
@@ -86,16 +92,18 @@ class TransformerKMeans(BaseTransformerKMeans):
         ``"lloyd"``: after the learned steps, exact Lloyd steps run to a fixed point,
         and the plain Lloyd run from the same start competes. ``"none"``: the centres
         of the learned steps are the result (no Lloyd step at all).
-    max_context : int or None, default=2048
+    max_context : int, "auto" or None, default="auto"
         The learned steps run on at most this many points: all of them when
         ``n_samples <= max_context``, else a seeded sample (the same for every run);
-        the Lloyd steps always run on all the data. With a sample, exact Lloyd steps on
-        the sample first screen each learned run: it gets Lloyd steps on all the data
-        (and competes) only where its fixed point on the sample is another clustering
-        of lower inertia than the runs before it, so a learned run that ends where the
-        plain Lloyd run did costs no pass over all the data. None: all points (the
-        points-to-points attention then costs ``n_samples**2``). With
-        ``learned_starts >= 1`` it must be at least ``n_clusters``.
+        the Lloyd steps always run on all the data. ``"auto"``: 2048 points, and 16 per
+        cluster where that is more (the steps need points in every cluster). With a
+        sample, exact Lloyd steps on the sample first screen each learned run: it gets
+        Lloyd steps on all the data (and competes) only where its fixed point on the
+        sample is another clustering of lower inertia than the runs before it, so a
+        learned run that ends where the plain Lloyd run did costs no pass over all the
+        data. None: all points (the points-to-points attention then costs
+        ``n_samples**2``). With ``learned_starts >= 1`` it must be at least
+        ``n_clusters``.
     pretrain : bool, default=True
         Pretrain a model on demand when none is stored for the shape. If False, a
         missing model raises :class:`LookupError`.
@@ -195,7 +203,8 @@ class TransformerKMeans(BaseTransformerKMeans):
         "loss": [StrOptions({"l2", "ne"})],
         "learned_starts": [Interval(Integral, 0, None, closed="left")],
         "finish": [StrOptions({"lloyd", "none"})],
-        "max_context": [Interval(Integral, 1, None, closed="left"), None],
+        "max_context": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}),
+                        None],
         "pretrain": ["boolean"],
     }
 
@@ -211,7 +220,7 @@ class TransformerKMeans(BaseTransformerKMeans):
         tol=1e-4,
         learned_starts=0,
         finish="lloyd",
-        max_context=2048,
+        max_context="auto",
         pretrain=True,
         verbose=0,
         random_state=None,
@@ -247,7 +256,9 @@ class TransformerKMeans(BaseTransformerKMeans):
         self._skip_reason = None
         if self.learned_starts == 0:
             return self._skip("learned_starts=0: Lloyd's algorithm only")
-        if self.max_context is not None and self.max_context < self.n_clusters:
+        max_context = (auto_context(self.n_clusters) if self.max_context == "auto"
+                       else self.max_context)
+        if max_context is not None and max_context < self.n_clusters:
             raise ValueError(
                 f"max_context={self.max_context} should be >= n_clusters={self.n_clusters}: "
                 "the learned steps run on a sample of max_context points.")
@@ -256,14 +267,21 @@ class TransformerKMeans(BaseTransformerKMeans):
                               progress=bool(self.verbose), init=self.init,
                               judge=self.finish == "lloyd", device=device)
         if choice.model is None:
-            return self._skip(choice.skipped)
-        model, padding = choice.model, choice.padding
-        return LearnedSetup(model, padding, self.max_context)
+            return self._skip(choice.skipped, warn=True)
+        logger.info("Learned steps: the %s model for d=%d, k=%d%s.", choice.origin,
+                    n_features, self.n_clusters,
+                    "" if choice.project is None else
+                    f", in {choice.project} principal directions")
+        return LearnedSetup(choice.model, choice.padding, max_context, choice.project)
 
-    def _skip(self, reason: str) -> None:
-        """No learned steps in this fit, for ``reason`` (logged, and ``learned_skipped_``)."""
+    def _skip(self, reason: str, warn: bool = False) -> None:
+        """No learned steps in this fit, for ``reason`` (logged, and ``learned_skipped_``;
+        ``warn``: also a warning, where the user asked for learned runs)."""
         self._skip_reason = reason
         logger.info("Learned steps skipped: %s.", reason)
+        if warn:
+            warnings.warn(f"learned_starts={self.learned_starts}: no learned run is made: "
+                          f"{reason}.", UserWarning, stacklevel=4)
 
     def _fit_spec(self, n_features: int, device: torch.device, random_state) -> dict:
         return {"learned": self._learned_setup(n_features, device), "finish": self.finish,

@@ -128,23 +128,25 @@ def test_empty_clusters_keep_their_centre():
         assert inertia == pytest.approx(ref.inertia_, rel=1e-12) and n_iter == ref.n_iter_
 
 
-@pytest.mark.parametrize("ragged", [False, True])
-def test_learned_runs_equal_transformer_kmeans_per_problem(global_random_seed, ragged):
+@pytest.mark.parametrize(("ragged", "d", "k"), [(False, 8, 10), (True, 8, 10),
+                                                (True, 80, 20)])
+def test_learned_runs_equal_transformer_kmeans_per_problem(global_random_seed, ragged, d, k):
     """learned_starts=1: per problem, TransformerKMeans' learned mode from the same
-    centres (the learned steps run on the batch, padded rows masked out)."""
+    centres (the learned steps run on the batch, padded rows masked out). d = 80: the
+    generic model, stepped in the top 64 principal directions of each problem."""
     from skformer import TransformerKMeans
 
     rng = np.random.default_rng(global_random_seed)
-    X = [blobs(rng, int(m), 8, 10, spread=2.0)
+    X = [blobs(rng, int(m), d, k, spread=2.0)
          for m in (rng.integers(150, 300, size=5) if ragged else [250] * 5)]
-    starts = [kmeans_plusplus(x, 10, random_state=i)[0] for i, x in enumerate(X)]
-    result = batch_k_means(X if ragged else np.stack(X), 10, init=starts if ragged
+    starts = [kmeans_plusplus(x, k, random_state=i)[0] for i, x in enumerate(X)]
+    result = batch_k_means(X if ragged else np.stack(X), k, init=starts if ragged
                            else np.stack(starts), learned_starts=1)
-    lloyd = batch_k_means(X if ragged else np.stack(X), 10, init=starts if ragged
+    lloyd = batch_k_means(X if ragged else np.stack(X), k, init=starts if ragged
                           else np.stack(starts))
     kept = 0
     for i, x in enumerate(X):
-        est = TransformerKMeans(10, init=starts[i], n_init=1, learned_starts=1,
+        est = TransformerKMeans(k, init=starts[i], n_init=1, learned_starts=1,
                                 device="cpu").fit(x)
         c, lab, inertia, n_iter = problem(result, i)
         np.testing.assert_array_equal(lab, est.labels_)
@@ -152,7 +154,8 @@ def test_learned_runs_equal_transformer_kmeans_per_problem(global_random_seed, r
         assert inertia == pytest.approx(est.inertia_, rel=1e-9) and n_iter == est.n_iter_
         assert inertia <= lloyd.inertia[i] * (1 + 1e-12)
         kept += est.selected_run_ == "learned"
-    assert kept >= 1  # the learned run was better somewhere
+    if d == 8:
+        assert kept >= 1  # the learned run was better somewhere
 
 
 def test_learned_runs_need_one_k_and_a_model():

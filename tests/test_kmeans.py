@@ -143,14 +143,31 @@ def test_expected_ratio_reads_the_index_then_the_metadata():
     assert _expected_ratio({"training": {}}, None, "random") is None
 
 
-def test_model_without_gain_is_not_run(monkeypatch):
-    """A model whose validation does not beat Lloyd's algorithm is skipped: KMeans' fit."""
+def test_model_without_gain_gives_way_to_the_generic_model(monkeypatch, caplog):
+    """A model trained for the shape whose held-out figures do not beat Lloyd's algorithm
+    is not run: with the binary code the shape-generic model runs instead."""
     from skformer.store import selection
 
     monkeypatch.setattr(selection, "expected_ratio", lambda metadata, entry, init: 1.0)
     X, _ = blobs(0, n=300, d=4, k=3)
-    fit = est(n_clusters=3, random_state=0).fit(X)
+    with caplog.at_level("INFO", logger="skformer"):
+        fit = est(n_clusters=3, random_state=0, verbose=1).fit(X)
+    assert fit.learned_used_ and fit.learned_skipped_ is None
+    assert "the generic model for d=4, k=3" in caplog.text
+
+
+def test_onehot_model_without_gain_is_not_run_and_says_so(monkeypatch):
+    """With the one-hot code there is no generic model: KMeans' fit, and a warning that
+    says why and what would make a learned run."""
+    from skformer.store import selection
+
+    monkeypatch.setattr(selection, "expected_ratio", lambda metadata, entry, init: 1.0)
+    X, _ = blobs(0, n=300, d=4, k=3)
+    with pytest.warns(UserWarning, match=r"no learned run is made: .*not expected to beat "
+                                         r".*embedding='binary' runs the generic model"):
+        fit = est(n_clusters=3, random_state=0, embedding="onehot").fit(X)
     assert not fit.learned_used_ and fit.n_learned_steps_ == 0
+    assert "not expected to beat" in fit.learned_skipped_
     km = KMeans(3, random_state=0).fit(X)
     np.testing.assert_array_equal(fit.labels_, km.labels_)
 
@@ -256,9 +273,57 @@ def test_device_auto_is_cpu_without_cuda():
 
 
 def test_shape_without_model_and_no_pretraining():
+    """pretrain=False: the one-hot code needs a stored model; the binary code's generic
+    model is stored (nothing is trained)."""
     X = np.random.default_rng(0).normal(size=(50, 65))
     with pytest.raises(LookupError, match="No pretrained skformer model for d=65, k=3"):
-        est(n_clusters=3, pretrain=False).fit(X)
+        est(n_clusters=3, pretrain=False, embedding="onehot").fit(X)
+    assert est(n_clusters=3, pretrain=False).fit(X).learned_used_
+
+
+@pytest.mark.parametrize(("n", "d", "k"), [
+    (120, 1, 2), (300, 1, 7), (400, 3, 64), (700, 2, 300), (150, 1000, 3), (200, 130, 33),
+])
+def test_learned_steps_run_at_every_shape(n, d, k):
+    """Shapes no model was trained for (d = 1, d = 1000, k = 300, ...): the generic model
+    of the code width runs (wide data in principal directions), nothing is trained, and
+    the result is never above KMeans' at the same seed."""
+    rng = np.random.default_rng(d * 1000 + k)
+    X = rng.normal(size=(n, d)) + 4 * rng.normal(size=(k, d))[rng.integers(k, size=n)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no skip, no pretraining
+        fit = est(n_clusters=k, random_state=0).fit(X)
+    assert fit.learned_used_ and fit.learned_skipped_ is None and fit.n_learned_steps_ >= 0
+    km = KMeans(k, n_init=1, random_state=0).fit(X)
+    assert fit.inertia_ <= km.inertia_ * (1 + 1e-9)
+    assert np.isfinite(fit.cluster_centers_).all() and fit.cluster_centers_.shape == (k, d)
+
+
+def test_a_learned_run_not_made_says_why(monkeypatch, tmp_path):
+    from skformer.store import selection
+
+    monkeypatch.setenv("SKFORMER_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(selection, "on_demand_feasible", lambda d, k: False)
+    X, _ = blobs(0, n=200, d=70, k=3)
+    with pytest.warns(UserWarning, match=r"learned_starts=1: no learned run is made: no "
+                                         r"model is stored .*skformer pretrain --d 70"):
+        fit = est(n_clusters=3, random_state=0, embedding="onehot").fit(X)
+    assert not fit.learned_used_ and "over 90 s" in fit.learned_skipped_
+
+
+def test_pretraining_on_demand_is_said_at_default_verbosity(monkeypatch, caplog, tmp_path):
+    """A WARNING record: Python prints it on stderr with no logging set up (verbose=0)."""
+    from skformer.store import pretraining
+
+    monkeypatch.setenv("SKFORMER_CACHE_DIR", str(tmp_path))
+    real = pretraining._on_demand_config
+    monkeypatch.setattr(pretraining, "_on_demand_config", lambda *a: real(*a).__class__(
+        **{**real(*a).to_dict(), "steps": 1, "schedule_search": 1, "n_val_tasks": 4,
+           "n_points": 16, "eval_every": 1}))
+    X, _ = blobs(0, n=60, d=3, k=3)
+    est(n_clusters=3, random_state=0, embedding="onehot").fit(X)
+    said = [r for r in caplog.records if "pretraining one on demand" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelname == "WARNING"
 
 
 def test_narrower_data_use_a_padded_model(caplog):

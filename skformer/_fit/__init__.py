@@ -16,7 +16,7 @@ estimators).
 
 from .assign import labels_inertia
 from .containers import as_source
-from .learned import LearnedSetup
+from .learned import LearnedSetup, auto_context
 from .runs import INIT_SAMPLE, FitResult, FitSpec, fit
 from .sources import Source, WeightStats, dask_labels, is_dask
 
@@ -28,6 +28,7 @@ __all__ = [
     "Source",
     "WeightStats",
     "as_source",
+    "auto_context",
     "dask_labels",
     "fit",
     "is_dask",

@@ -21,16 +21,34 @@ import torch
 
 from ..nn.inference import LearnedStepper
 from ..nn.learned import LearnedKMeansModel
+from ..nn.projection import Subspace, lift, principal_subspace
 from ..nn.streaming import prepare_points
 from .frame import ModelFrame
 
-__all__ = ["LearnedPhase", "LearnedSetup", "context_indices"]
+__all__ = ["CONTEXT_PER_CLUSTER", "DEFAULT_CONTEXT", "LearnedPhase", "LearnedSetup",
+           "auto_context", "context_indices", "project_context"]
 
 logger = logging.getLogger("skformer")
 
 # After the schedule, learned steps whose objective has not improved by a relative
 # ``tol`` for this many steps in a row end the learned phase.
 _PATIENCE = 3
+# ``max_context="auto"``: this many rows, or this many per cluster where that is more
+# (the steps move a centre by the points it attends to: with many clusters a fixed
+# sample leaves most of them with one or two).
+DEFAULT_CONTEXT = 2048
+CONTEXT_PER_CLUSTER = 16
+
+
+def auto_context(n_clusters: int) -> int:
+    """The context size of ``max_context="auto"``.
+
+    Examples
+    --------
+    >>> auto_context(10), auto_context(1000)
+    (2048, 16000)
+    """
+    return max(DEFAULT_CONTEXT, CONTEXT_PER_CLUSTER * int(n_clusters))
 
 
 @dataclass
@@ -42,6 +60,9 @@ class LearnedSetup:
     """Zero features appended to fit a wider model."""
     max_context: int | None = 2048
     """Rows the learned steps run on (None: all)."""
+    project: int | None = None
+    """Principal directions of the context the learned steps run in (the model's
+    width), None for the data's own features."""
 
 
 def context_indices(n: int, max_context: int | None, random_state) -> np.ndarray | None:
@@ -54,6 +75,16 @@ def context_indices(n: int, max_context: int | None, random_state) -> np.ndarray
         return None
     seed = copy.deepcopy(random_state).randint(np.iinfo(np.int32).max)
     return np.sort(np.random.default_rng(seed).choice(n, max_context, replace=False))
+
+
+def project_context(rows: np.ndarray, weight: np.ndarray | None, width: int,
+                    device) -> tuple[Subspace, np.ndarray]:
+    """The context's top ``width`` principal directions, and the rows in them (r, p)."""
+    x = torch.from_numpy(np.asarray(rows, dtype=np.float64)).to(device).unsqueeze(0)
+    w = None if weight is None else torch.from_numpy(
+        np.asarray(weight, dtype=np.float64)).to(device).unsqueeze(0)
+    subspace = principal_subspace(x, w, width)
+    return subspace, subspace.project(x)[0].cpu().numpy()
 
 
 class LearnedPhase:
@@ -69,13 +100,24 @@ class LearnedPhase:
         changes no weighted mean and keeps any finite weights within float32's range
         (uniform weights, however large or small, cluster as no weights do).
     frame : ModelFrame
+        Of the rows the steps see: ``rows``, or their projection.
+    subspace : Subspace, default=None
+        With ``setup.project``: the principal directions the steps run in
+        (:func:`project_context`); ``rows`` are then the full rows and ``frame`` is
+        the projected rows' frame.
     """
 
     def __init__(self, setup: LearnedSetup, rows: np.ndarray, weight: np.ndarray | None,
-                 frame: ModelFrame):
+                 frame: ModelFrame, subspace: Subspace | None = None,
+                 projected: np.ndarray | None = None):
         model = setup.model
-        self.model, self.frame = model, frame
+        self.model, self.frame, self.subspace = model, frame, subspace
         device = frame.lo.device
+        self.full_rows = self.projected = None
+        if subspace is not None:
+            self.full_rows = torch.from_numpy(np.asarray(rows, dtype=np.float64)).to(device)
+            self.projected = torch.from_numpy(np.asarray(projected)).to(device)
+            rows = projected
         z = frame.to_model(torch.from_numpy(np.asarray(rows)).to(device)).unsqueeze(0)
         # The objective is in units of the largest weight (``weight_unit``, for the log).
         self.weight, self.weight_unit = None, 1.0
@@ -119,7 +161,9 @@ class LearnedPhase:
             ``c``'s dtype).
         n_steps : int
         """
-        frame = self.frame
+        frame, start = self.frame, c
+        if self.subspace is not None:  # the steps run in the principal directions
+            c = self.subspace.project(c.double().unsqueeze(0))[0]
         z = frame.to_model(c).unsqueeze(0)
         tol_model = tol / frame.scale**2
         best_z, best = z, self.objective(z)
@@ -152,4 +196,9 @@ class LearnedPhase:
                 logger.info("Learned steps stopped at step %d: no progress in %d steps.",
                             i, _PATIENCE)
                 break
-        return frame.to_fit(best_z[0], c.dtype), n_steps
+        best_c = frame.to_fit(best_z[0], torch.float64)
+        if self.subspace is None:
+            return best_c.to(start.dtype), n_steps
+        full = lift(self.full_rows.unsqueeze(0), self.weight, self.projected.unsqueeze(0),
+                    best_c.unsqueeze(0), start.double().unsqueeze(0))
+        return full[0].to(start.dtype), n_steps

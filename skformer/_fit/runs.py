@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +32,7 @@ from sklearn.utils.validation import _is_arraylike_not_scalar, check_array
 
 from ..nn.model import ExactLloydModel
 from .frame import Frame, ModelFrame, ldexp_csr
-from .learned import LearnedPhase, LearnedSetup, context_indices
+from .learned import LearnedPhase, LearnedSetup, context_indices, project_context
 from .lloyd import norms_partial, run_lloyd, same_clustering, score_partial
 from .screen import ContextScreen
 from .sources import Source, sum_parts
@@ -212,12 +213,19 @@ class _Fit:
             rows = rows.toarray()
         # The model frame maps the context (all the learned steps see) into the model's
         # box, whatever the rows outside it.
-        mframe = ModelFrame.of(rows.min(0), rows.max(0), setup.padding, self.source.device)
+        subspace = seen = None
+        if setup.project is not None:  # wide data: the steps run in principal directions
+            subspace, seen = project_context(rows, w, setup.project, self.source.device)
+        low, high = (rows.min(0), rows.max(0)) if seen is None else (seen.min(0), seen.max(0))
+        mframe = ModelFrame.of(low, high, setup.padding, self.source.device)
         if mframe is None:
             logger.info("The data's range overflows: learned steps skipped.")
+            warnings.warn("No learned run is made: the range of the data overflows "
+                          "float64 (the learned steps need it); the fit is KMeans'.",
+                          UserWarning, stacklevel=4)
             return
         self.context = rows
-        self.phase = LearnedPhase(setup, rows, w, mframe)
+        self.phase = LearnedPhase(setup, rows, w, mframe, subspace, seen)
         if idx is not None and self.spec.finish == "lloyd":  # the context is a sample
             self.screen = ContextScreen(rows, w, self.spec.max_iter)
 

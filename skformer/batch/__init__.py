@@ -22,6 +22,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from .._fit.learned import auto_context
 from ..seeding import ProblemStreams, kmeans_plusplus, kmeans_plusplus_draws, random_rows
 from ..store.selection import choose_model
 from ._inputs import Block, Problems, as_problems, warn_explicit_init
@@ -52,10 +53,6 @@ class BatchKMeansResult(NamedTuple):
     """Shape (b,), float64: each problem's sum of weighted squared distances."""
     n_iter: np.ndarray | torch.Tensor
     """Shape (b,), int64: iterations of each problem's best run."""
-
-
-# The learned steps' context: a problem's points, or a seeded sample of this many.
-MAX_CONTEXT = 2048
 
 
 def _check_params(init, n_init, max_iter, tol, learned_starts) -> None:
@@ -134,15 +131,17 @@ def _learned_model(problems: Problems, learned_starts: int, init) -> LearnedMode
     ks = np.unique(problems.ks)
     if len(ks) > 1:
         raise ValueError(f"learned_starts={learned_starts} needs one n_clusters for every "
-                         f"problem (a learned model is tied to its k); got {len(ks)} "
-                         "different values.")
+                         f"problem (the learned steps of a call share one model); got "
+                         f"{len(ks)} different values: call batch_k_means once per "
+                         "n_clusters.")
     choice = choose_model(problems.n_features, int(ks[0]), init=init, device=problems.device)
     if choice.model is None:
         warnings.warn(f"learned_starts={learned_starts}: learned steps skipped, "
                       f"{choice.skipped}; the result is Lloyd's algorithm's.", UserWarning,
                       stacklevel=3)
         return None
-    return LearnedModel(choice.model, choice.padding, MAX_CONTEXT)
+    return LearnedModel(choice.model, choice.padding, auto_context(int(ks[0])),
+                        choice.project)
 
 
 def _lloyd_runs(block: Block, problem: torch.Tensor, starts: torch.Tensor,
@@ -234,14 +233,14 @@ def batch_k_means(
     learned_starts : int, default=0
         Learned runs per start, as in :class:`~skformer.TransformerKMeans`: 0 runs
         Lloyd's algorithm only; 1 adds, from the same initial centres, a run of the
-        learned model's steps (the pretrained soft-attention transformer for the shape
-        ``(d, k)``, on each problem's points or a seeded sample of 2048 of them) then
-        Lloyd steps, and each problem keeps the better run; each further one adds a
-        learned run from further k-means++ centres. Every learned run gets its Lloyd
-        steps (TransformerKMeans first screens them on its sample when a problem has
-        more than 2048 points). Needs one ``n_clusters`` for every
-        problem. Where no model can run (``n_clusters=1``, no model and none can be
-        pretrained within 90 s, or a model not expected to beat Lloyd's algorithm), a
+        learned model's steps (the soft-attention transformer for the shape ``(d, k)``,
+        chosen as :class:`~skformer.TransformerKMeans` chooses it: every shape is served,
+        wide data in their top 64 principal directions; on each problem's points or a
+        seeded sample of ``max(2048, 16 k)`` of them) then Lloyd steps, and each problem
+        keeps the better run; each further one adds a learned run from further k-means++
+        centres. Every learned run gets its Lloyd steps (TransformerKMeans first screens
+        them on its sample when a problem has more points than its sample). Needs one
+        ``n_clusters`` for every problem. Where no model can run (``n_clusters=1``), a
         ``UserWarning`` says why and the result is Lloyd's.
     random_state : None, int, numpy RandomState or Generator, or array of b ints, \
             default=None

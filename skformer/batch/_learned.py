@@ -23,6 +23,7 @@ import torch
 from ..nn.inference import LearnedStepper
 from ..nn.kernel import exact_step
 from ..nn.learned import LearnedKMeansModel
+from ..nn.projection import Subspace, lift, principal_subspace
 from ..nn.streaming import prepare_points
 from ._inputs import Block
 
@@ -43,6 +44,9 @@ class LearnedModel:
     padding: int = 0
     """Zero features appended to reach the model's width."""
     max_context: int | None = 2048
+    project: int | None = None
+    """Principal directions of each problem's context the steps run in (the model's
+    width); None for the data's own features."""
 
 
 @dataclass
@@ -57,16 +61,37 @@ class Context:
     """Per-feature minimum of each problem's rows, working frame, shape (p, d), float64."""
     scale: torch.Tensor
     """Each problem's largest per-feature range, shape (p,), float64 (1 if 0)."""
+    subspace: Subspace | None = None
+    """With projection: each problem's principal directions (``lo`` and ``scale`` are
+    then those of the projected rows)."""
+    rows: torch.Tensor | None = None
+    """With projection: the context rows, working frame, shape (p, r, d), float64."""
+    projected: torch.Tensor | None = None
+    """With projection: the rows in the principal directions, shape (p, r, q)."""
+
+    def _subspace(self, problem: torch.Tensor) -> Subspace:
+        return Subspace(self.subspace.mean[problem], self.subspace.basis[problem])
 
     def to_model(self, c: torch.Tensor, problem: torch.Tensor, width: int) -> torch.Tensor:
         """Working-frame centres (e, k, d) of runs on ``problem`` in the model frame."""
-        z = (c.double() - self.lo[problem].unsqueeze(1)) / self.scale[problem].view(-1, 1, 1)
+        c = c.double()
+        if self.subspace is not None:
+            c = self._subspace(problem).project(c)
+        z = (c - self.lo[problem].unsqueeze(1)) / self.scale[problem].view(-1, 1, 1)
         return torch.nn.functional.pad(z.float(), (0, width - c.shape[-1]))
 
     def to_working(self, z: torch.Tensor, problem: torch.Tensor, d: int,
-                   dtype: torch.dtype) -> torch.Tensor:
-        out = z[..., :d].double() * self.scale[problem].view(-1, 1, 1)
-        return (out + self.lo[problem].unsqueeze(1)).to(dtype)
+                   dtype: torch.dtype, start: torch.Tensor) -> torch.Tensor:
+        """Model-frame centres (e, k, w) back in the working frame (e, k, d); with
+        projection, the means of the context rows they assign (``start`` for a centre
+        that assigns none)."""
+        q = d if self.subspace is None else self.lo.shape[-1]
+        out = z[..., :q].double() * self.scale[problem].view(-1, 1, 1)
+        out = out + self.lo[problem].unsqueeze(1)
+        if self.subspace is not None:
+            out = lift(self.rows[problem], self.weight[problem], self.projected[problem],
+                       out, start.double())
+        return out.to(dtype)
 
 
 def context_of(block: Block, setup: LearnedModel, uniforms: torch.Tensor | None) -> Context:
@@ -84,6 +109,11 @@ def context_of(block: Block, setup: LearnedModel, uniforms: torch.Tensor | None)
         rows = keys.topk(setup.max_context, dim=1).indices.sort(dim=1).values
         x = x.gather(1, rows.unsqueeze(-1).expand(-1, -1, d))
         weight, valid = weight.gather(1, rows), valid.gather(1, rows)
+    subspace = full = None
+    if setup.project is not None:  # wide data: the steps run in principal directions
+        full = x.double().masked_fill(~valid.unsqueeze(-1), 0.0)
+        subspace = principal_subspace(full, weight, setup.project)
+        x = subspace.project(full)
     big = torch.finfo(x.dtype).max
     lo = x.masked_fill(~valid.unsqueeze(-1), big).amin(1).double()
     hi = x.masked_fill(~valid.unsqueeze(-1), -big).amax(1).double()
@@ -92,7 +122,8 @@ def context_of(block: Block, setup: LearnedModel, uniforms: torch.Tensor | None)
     z = ((x.double() - lo.unsqueeze(1)) / scale.view(-1, 1, 1)).float()
     z = z.masked_fill(~valid.unsqueeze(-1), 0.0)
     z = torch.nn.functional.pad(z, (0, setup.padding))
-    return Context(z, weight.float(), lo, scale)
+    return Context(z, weight.float(), lo, scale, subspace, full,
+                   None if subspace is None else x)
 
 
 def _objective(z: torch.Tensor, c: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
@@ -163,4 +194,4 @@ def _steps(model, context: Context, c, problem, max_iter, tol, rel_tol):
             stalled[active] = torch.where(improved, 0, stalled[active] + 1)
             stop = ~finite | (shift <= tol_model[active]) | (stalled[active] >= _PATIENCE)
         active = active[~stop]
-    return context.to_working(best_z, problem, d, c.dtype), n_steps
+    return context.to_working(best_z, problem, d, c.dtype, c), n_steps

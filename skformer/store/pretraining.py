@@ -392,8 +392,11 @@ def load_model(
             model = read_stored(warn=False)
             if model is not None:
                 return model
-            logger.info("pretraining on demand a model for d=%d, k=%d, embedding=%s, "
-                        "loss=%s; it will be saved to %s", d, k, embedding, loss, cached)
+            # Said at default verbosity (a log record at WARNING reaches stderr without
+            # any logging set up): the fit waits for it.
+            logger.warning("skformer: no stored model for d=%d, k=%d, embedding=%s, "
+                           "loss=%s: pretraining one on demand (about a minute on a 2-core "
+                           "CPU, once; saved to %s)", d, k, embedding, loss, cached)
             result = _pretrain(config, path=None, progress=progress, device=device)
             try:
                 save_model(cached, result.model, **_described(result))
@@ -402,8 +405,9 @@ def load_model(
             else:
                 return result.model.to(device).eval()
     else:
-        logger.info("pretraining on demand a model for d=%d, k=%d, embedding=%s, loss=%s; "
-                    "the cache %s cannot be written (%s): it is kept in memory", d, k,
-                    embedding, loss, cached.parent, problem)
+        logger.warning("skformer: no stored model for d=%d, k=%d, embedding=%s, loss=%s: "
+                       "pretraining one on demand (about a minute on a 2-core CPU); the "
+                       "cache %s cannot be written (%s): it is kept in memory", d, k,
+                       embedding, loss, cached.parent, problem)
         result = _pretrain(config, path=None, progress=progress, device=device)
     return copy.deepcopy(_keep(key, result, problem)).to(device).eval()

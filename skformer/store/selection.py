@@ -2,8 +2,16 @@
 
 One decision for every driver of the learned steps (:class:`skformer.TransformerKMeans`
 and :func:`skformer.batch_k_means`): :func:`choose_model` finds the model for a shape
-(stored, a wider shipped one with zero features, or pretrained on demand) and says why
-there is none to run, where that is so.
+and says why there is none to run, where that is so. In order:
+
+1. a model trained for the shape (shipped, cached, or a wider shipped one with zero
+   features), where its held-out figures expect it to help;
+2. with the binary code, the shape-generic model of the code width
+   (:mod:`skformer.store.generic`): every ``(d, k)``, nothing trained at fit time; data
+   wider than :data:`PROJECTED_WIDTH` features are stepped in as many principal
+   directions;
+3. otherwise (one-hot or no index code) a model pretrained on demand, where the shape
+   is within the on-demand budget.
 """
 
 from __future__ import annotations
@@ -18,10 +26,12 @@ import torch
 from ..nn.learned import LearnedKMeansModel
 from . import locations
 from .format import ModelStoreError, read_model
+from .generic import generic_model
 from .locations import find_model
 from .pretraining import kept_model, load_model, on_demand_feasible
 
-__all__ = ["HELPS_BELOW", "Choice", "choose_model", "expected_ratio", "stored_model"]
+__all__ = ["HELPS_BELOW", "PROJECTED_WIDTH", "Choice", "choose_model", "expected_ratio",
+           "stored_model"]
 
 logger = logging.getLogger("skformer")
 
@@ -30,6 +40,11 @@ logger = logging.getLogger("skformer")
 # on held-out tasks for shipped models (``index.json``), on the training's validation
 # tasks otherwise. Models trained for one step carry no such figure and always run.
 HELPS_BELOW = 0.995
+# Data wider than this run the shape-generic model's steps in this many principal
+# directions of the context: a step costs in proportion to the width, and the k-means
+# cost is about preserved in the top O(k) directions (docs: "Learned models for every
+# shape" measures the projection against the full width).
+PROJECTED_WIDTH = 64
 
 
 class Choice(NamedTuple):
@@ -41,6 +56,11 @@ class Choice(NamedTuple):
     """Zero features appended to the data to reach the model's width."""
     skipped: str | None = None
     """Why no learned steps run (``model`` is then None)."""
+    project: int | None = None
+    """Principal directions the steps run in (the model's width); None: all features."""
+    origin: str = ""
+    """``"trained"`` (a model of the shape), ``"generic"`` or ``"pretrained"`` (on demand
+    in this call); empty when skipped."""
 
 
 @lru_cache(maxsize=32)
@@ -65,7 +85,8 @@ def _pretrained(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
 
 
 def _find(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
-          progress: bool) -> tuple[LearnedKMeansModel, int, dict, dict | None] | None:
+          progress: bool, on_demand: bool = True
+          ) -> tuple[LearnedKMeansModel, int, dict, dict | None] | None:
     """The learned model for (d, k), how many zero features the data need, its metadata
     and its entry in the shipped index (None for a cached or kept model).
 
@@ -76,7 +97,8 @@ def _find(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
     distance). Otherwise one is pretrained on demand (``pretrain=True``; saved to the
     cache, or kept in memory where it cannot be written) or :class:`LookupError` is
     raised; None where the shape is too large to pretrain within the on-demand budget
-    (:func:`~skformer.store.on_demand_feasible`: wide data, many clusters).
+    (:func:`~skformer.store.on_demand_feasible`: wide data, many clusters), and where
+    nothing is stored and ``on_demand`` is False.
     """
     kept = kept_model(d, k, embedding, loss)
     if kept is not None:  # pretrained earlier in this process, the cache not writable
@@ -94,7 +116,7 @@ def _find(d: int, k: int, embedding: str, loss: str, *, pretrain: bool,
             path = find_model(width, k, embedding=embedding, loss=loss)
             logger.info("No model for d=%d, k=%d: using the shipped d=%d model with %d "
                         "zero features.", d, k, width, width - d)
-        elif pretrain and not on_demand_feasible(d, k):
+        elif not on_demand or (pretrain and not on_demand_feasible(d, k)):
             return None
         else:  # pretrain on demand (or raise LookupError); saved to the cache, or kept
             return _pretrained(d, k, embedding, loss, pretrain=pretrain, progress=progress)
@@ -162,22 +184,45 @@ def choose_model(n_features: int, n_clusters: int, *, embedding: str = "binary",
     """
     if n_clusters == 1:
         return Choice(None, skipped="n_clusters=1: the mean is the optimum")
+    device = torch.device(device)
+    if embedding == "binary":
+        found = _find(n_features, n_clusters, embedding, loss, pretrain=pretrain,
+                      progress=progress, on_demand=False)
+        if found is not None:
+            model, padding, metadata, entry = found
+            ratio = expected_ratio(metadata, entry, init)
+            if not (judge and ratio is not None and ratio >= HELPS_BELOW):
+                return Choice(_on(model, device), padding, origin="trained")
+            logger.info("The model trained for d=%d, k=%d is not expected to beat Lloyd's "
+                        "algorithm (cost ratio %.4f): the generic one runs.",
+                        n_features + padding, n_clusters, ratio)
+        generic = generic_model(min(n_features, PROJECTED_WIDTH), n_clusters)
+        if generic is not None:
+            project = PROJECTED_WIDTH if n_features > PROJECTED_WIDTH else None
+            return Choice(_on(generic[0], device), project=project, origin="generic")
     found = _find(n_features, n_clusters, embedding, loss, pretrain=pretrain, progress=progress)
     if found is None:
         return Choice(None, skipped=(
             f"no model is stored for n_features={n_features}, n_clusters={n_clusters}, "
-            "and pretraining one on demand would take over 90 s (see "
-            "skformer.store.on_demand_feasible)"))
+            f"embedding={embedding!r}, and pretraining one on demand would take over 90 s "
+            f"(skformer.store.on_demand_feasible). embedding='binary' serves every shape "
+            f"without training; or train it once with `skformer pretrain --d {n_features} "
+            f"--k {n_clusters} --embedding {embedding}`"))
     model, padding, metadata, entry = found
     ratio = expected_ratio(metadata, entry, init)
     if judge and ratio is not None and ratio >= HELPS_BELOW:
         return Choice(None, skipped=(
             f"the model for d={n_features + padding}, k={n_clusters} is not expected to "
-            f"beat Lloyd's algorithm (cost ratio {ratio:.4f} on held-out tasks)"))
-    device = torch.device(device)
+            f"beat Lloyd's algorithm (cost ratio {ratio:.4f} on held-out tasks); "
+            "embedding='binary' runs the generic model instead"))
+    return Choice(_on(model, device), padding, origin="trained")
+
+
+def _on(model: LearnedKMeansModel, device: torch.device) -> LearnedKMeansModel:
+    """``model`` in float32 on ``device``: a copy where it lives elsewhere."""
     weight = next(model.parameters())
     if weight.device != device or weight.dtype != torch.float32:
         # The stored model is shared by every fit of the process (``stored_model``):
         # move a copy, never the shared one.
         model = copy.deepcopy(model).to(device=device, dtype=torch.float32)
-    return Choice(model, padding)
+    return model

@@ -222,7 +222,12 @@ def train(
             elapsed = time.perf_counter() - start
             validate(float(np.mean(window)))
             window = []
-            bar.set_postfix(val=f"{history[-1]['val_score']:.3f}")
+            # The figures the saved model's metadata and `skformer pretrain` report
+            # (the score that selects the model mixes them).
+            row = history[-1]
+            bar.set_postfix({"val_relative": f"{row['val_relative']:.4f}",
+                             **({} if row["val_multistep"] is None else
+                                {"val_multistep": f"{row['val_multistep']:.4f}"})})
     bar.close()
     elapsed = time.perf_counter() - start
     for p in frozen:
