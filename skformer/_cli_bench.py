@@ -55,6 +55,11 @@ _BENCHMARKS = {
         "TransformerKMeans against KMeans: inertia ratio, ARI/NMI, fit time on bundled and "
         "generated data",
     ),
+    "shapes": (
+        "benchmarks.shapes",
+        "the learned mode at users' shapes (pixels, digits, embeddings, PQ sub-spaces): "
+        "first-fit time, headroom captured, ratio to Lloyd from k-means++ starts",
+    ),
     "equal-time": (
         "benchmarks.equal_time",
         "the learned mode at equal time: TransformerKMeans(learned_starts=r) against KMeans' "
