@@ -147,11 +147,12 @@ class TransformerKMeans(BaseTransformerKMeans):
         Which run of the best initialisation gave the result.
     learned_used_ : bool
         Whether learned steps ran at all (False for ``n_clusters=1``,
-        ``learned_starts=0``, a model that does not beat Lloyd's algorithm, or a shape
+        ``learned_starts=0``, data whose range overflows float64, and, with
+        ``embedding="onehot"``, a model that does not beat Lloyd's algorithm or a shape
         with no model that cannot be pretrained on demand within 90 s).
     learned_skipped_ : str or None
-        Why the learned steps were skipped (also logged with ``verbose``), None when
-        they ran.
+        Why the learned steps were skipped (also logged with ``verbose``, and a
+        ``UserWarning`` when ``learned_starts >= 1``), None when they ran.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)

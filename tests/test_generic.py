@@ -164,3 +164,22 @@ def test_every_code_width_up_to_1024_clusters_ships_and_the_weights_stay_small()
         assert stored.metadata["bits"] == bits and stored.log_effective.shape[1] == 3
     total = sum(p.stat().st_size for p in shipped.iterdir() if p.is_file())
     assert total < 25 * 2**20
+
+
+def test_pretraining_writes_its_own_file_and_starts_from_a_narrower_width(tmp_path,
+                                                                           monkeypatch):
+    """A warm start from the shipped schedule of a narrower width reads that file and
+    writes only the target."""
+    from skformer.store.generic import pretrain_generic
+
+    shipped = tmp_path / "shipped"
+    monkeypatch.setattr(locations, "shipped_dir", lambda: shipped)
+    narrower = save_schedule(shipped / generic_filename(2), SCHEDULE, bits=2,
+                             clusters=(3, 4), features=(2,))
+    before = narrower.read_bytes()
+    target = tmp_path / "out" / generic_filename(3)
+    stored = pretrain_generic(3, path=target, warm_start=2, **{**TINY, "search": 0,
+                                                               "steps": 0})
+    assert narrower.read_bytes() == before and stored.path == target
+    torch.testing.assert_close(stored.log_effective, SCHEDULE)
+    assert stored.metadata["bits"] == 3 and stored.metadata["clusters"] == [5, 8]

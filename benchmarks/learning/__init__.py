@@ -16,6 +16,12 @@ the shipped models on held-out tasks.
 ``skformer bench learning ship``
     Train the grid of shipped models (``--out``, default the package's weights folder),
     then measure them as ``multistep`` does and write the figures into ``index.json``.
+``skformer bench learning ship-generic``
+    Train the shipped shape-generic schedules, one per code width (``--bits``, default
+    1 to 10), into ``--out`` (default the package's weights folder).
+``skformer bench learning generic``
+    Generalisation across k (generic against per-k models) and across d (full width
+    against 64 principal directions) on held-out tasks: a table, JSON and a figure.
 """
 
 from __future__ import annotations
@@ -117,11 +123,46 @@ def _paper(args) -> int:
     return 0
 
 
+def _ship_generic(args) -> int:
+    from skformer.store.generic import generic_filename, pretrain_generic
+
+    folder = Path(args.out)
+    for bits in args.bits or range(1, 11):
+        stored = pretrain_generic(bits, path=folder / generic_filename(bits),
+                                  progress=args.progress)
+        meta = stored.metadata
+        print(f"{bits} bits: k in {meta['clusters']}, validation cost after 10 steps "
+              f"{meta['val_ratio']:.4f} of Lloyd's, {meta['training']['seconds']:.0f} s "
+              f"-> {stored.path}", flush=True)
+    return 0
+
+
+def _generic(args) -> int:
+    from .generic import across_d, across_k, plot, summary
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def report(r: dict) -> None:
+        print(f"{r['kind']} d={r['d']} k={r['k']} {r['family']} {r['start']} "
+              f"{r['model']}: {r['ratio20']:.4f}", flush=True)
+
+    records = across_k(n_tasks=args.tasks, on_record=report)
+    records += across_d(n_tasks=max(4, args.tasks * 3 // 4), on_record=report)
+    (out / "generic.json").write_text(json.dumps(records, indent=1))
+    print(summary(records))
+    figure = plot(records, out / "generic.png")
+    if figure is not None:
+        print(f"figure: {figure}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="skformer bench learning",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("measurement",
-                        choices=("one-step", "convergence", "multistep", "choices", "ship"))
+                        choices=("one-step", "convergence", "multistep", "choices", "ship",
+                                 "ship-generic", "generic"))
     parser.add_argument("--out", default=None,
                         help="output folder (ship: the weights folder to write)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
@@ -142,18 +183,23 @@ def main(argv: list[str] | None = None) -> int:
                         help="ship: keep the models already in --out")
     parser.add_argument("--variants", nargs="+", default=None,
                         help="choices: the variants to run (default: all)")
+    parser.add_argument("--bits", type=int, nargs="+", default=None,
+                        help="ship-generic: the code widths to train (default 1 to 10)")
+    parser.add_argument("--progress", action="store_true", help="ship-generic: progress bars")
     args = parser.parse_args(argv)
-    if args.measurement == "ship":
+    if args.measurement in ("ship", "ship-generic"):
         if args.out is None:
             from skformer.store import shipped_dir
 
             args.out = str(shipped_dir())
-        return _ship(args)
+        return _ship(args) if args.measurement == "ship" else _ship_generic(args)
     args.out = args.out or "learning-results"
     if args.measurement == "multistep":
         return _multistep(args)
     if args.measurement == "choices":
         return _choices(args)
+    if args.measurement == "generic":
+        return _generic(args)
     return _paper(args)
 
 

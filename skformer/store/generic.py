@@ -32,9 +32,9 @@ from . import locations
 from .format import ModelStoreError, _atomic_write, _content_hash, _read_header, read_model
 from .locations import find_model
 
-__all__ = ["GENERIC_FORMAT", "SHIPPED_BUDGETS", "GenericSchedule", "code_bits",
-           "find_schedule", "generic_filename", "generic_model", "pretrain_generic",
-           "read_schedule", "save_schedule"]
+__all__ = ["GENERIC_FORMAT", "SHIPPED_BUDGETS", "SHIPPED_WARM_STARTS", "GenericSchedule",
+           "code_bits", "find_schedule", "generic_filename", "generic_model",
+           "pretrain_generic", "read_schedule", "save_schedule"]
 
 GENERIC_FORMAT = "skformer-generic-schedule"
 _KEY = "skformer"
@@ -184,15 +184,20 @@ SHIPPED_BUDGETS = {
     **{b: {} for b in range(1, 7)},
     7: {"batch_size": 8},
     8: {"batch_size": 4, "steps": 30, "search": 24, "n_val_batches": 4},
-    9: {"batch_size": 2, "steps": 20, "search": 16, "n_val_batches": 3, "max_clusters": 320},
-    10: {"batch_size": 2, "steps": 20, "search": 16, "n_val_batches": 3,
+    9: {"batch_size": 4, "steps": 30, "search": 4, "n_val_batches": 4, "max_clusters": 320},
+    10: {"batch_size": 4, "steps": 20, "search": 4, "n_val_batches": 3,
          "max_clusters": 600},
 }
+# The first candidate of each width's search: the schedule of a shipped model trained
+# for (d, k), or (an int) the shipped generic schedule of a narrower code width. The
+# widest codes start from 8 bits': their few, small batches (above) train a noisy
+# schedule from random candidates.
+SHIPPED_WARM_STARTS = {**{b: (32, 16) for b in range(1, 9)}, 9: 8, 10: 8}
 
 
 def pretrain_generic(bits: int, *, path: str | os.PathLike | None = None,
-                     warm_start: tuple[int, int] | None = (32, 16), progress: bool = False,
-                     **overrides) -> GenericSchedule:
+                     warm_start: tuple[int, int] | int | None | str = "shipped",
+                     progress: bool = False, **overrides) -> GenericSchedule:
     """Train the shape-generic schedule of a code width and save it.
 
     Parameters
@@ -201,9 +206,11 @@ def pretrain_generic(bits: int, *, path: str | os.PathLike | None = None,
         Code width ``B``: the schedule serves every ``k`` in ``(2^(B-1), 2^B]``.
     path : path-like, default=None
         Where to save: None is the user cache (``generic_b{B}.safetensors``).
-    warm_start : (d, k) or None, default=(32, 16)
-        A shipped model trained for one shape whose schedule (as effective
-        temperatures) is the search's first candidate; None: random candidates only.
+    warm_start : (d, k), int, None or "shipped", default="shipped"
+        The search's first candidate: the schedule (as effective temperatures) of the
+        shipped model trained for ``(d, k)``, or the shipped generic schedule of a code
+        width (an int); None: random candidates only; ``"shipped"``: the shipped
+        schedules' choice (:data:`SHIPPED_WARM_STARTS`).
     progress : bool, default=False
     **overrides
         :class:`~skformer.training.generic.GenericConfig` fields (default: the shipped
@@ -226,12 +233,20 @@ def pretrain_generic(bits: int, *, path: str | os.PathLike | None = None,
     from ..training.generic import GenericConfig, train_generic
 
     params = {**SHIPPED_BUDGETS.get(int(bits), {}), **overrides}
+    if warm_start == "shipped":
+        warm_start = SHIPPED_WARM_STARTS.get(int(bits))
     if warm_start is not None and "init" not in params:
-        shipped = find_model(*warm_start, embedding="binary", loss="l2")
-        if shipped is not None and shipped.parent == locations.shipped_dir():
-            stored = read_model(shipped).model
-            if stored.schedule == params.get("schedule", stored.schedule):
-                params["init"] = stored.effective_schedule().exp().tolist()
+        init = None
+        if isinstance(warm_start, int):
+            narrower = locations.shipped_dir() / generic_filename(warm_start)
+            if narrower.is_file():
+                init = read_schedule(narrower).log_effective
+        else:
+            shipped = find_model(*warm_start, embedding="binary", loss="l2")
+            if shipped is not None and shipped.parent == locations.shipped_dir():
+                init = read_model(shipped).model.effective_schedule()
+        if init is not None and len(init) == params.get("schedule", len(init)):
+            params["init"] = init.exp().tolist()
     config = GenericConfig(bits=int(bits), **params)
     result = train_generic(config, progress=progress)
     target = (Path(path) if path is not None
