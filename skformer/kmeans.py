@@ -293,4 +293,4 @@ class TransformerKMeans(BaseTransformerKMeans):
         self.n_lloyd_steps_ = result.n_lloyd_steps
         self.selected_run_ = result.selected
         self.learned_used_ = result.learned_used
-        self.learned_skipped_ = self._skip_reason
+        self.learned_skipped_ = self._skip_reason or result.learned_skipped

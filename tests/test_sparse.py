@@ -175,19 +175,33 @@ def test_transformer_kmeans_learned_on_narrow_sparse():
     assert est.inertia_ <= km.inertia_ * (1 + 1e-12)
 
 
-def test_transformer_kmeans_wide_sparse_skips_learned_steps(caplog):
+def test_transformer_kmeans_wide_sparse_runs_the_generic_model(caplog):
+    """Wide sparse data: the generic model, stepped in 64 principal directions of the
+    (dense) context; never above KMeans."""
     X, _ = _tfidf()
     assert X.shape[1] > 300
     km = KMeans(4, random_state=0).fit(X)
     with caplog.at_level(logging.INFO, logger="skformer"):
         est = TransformerKMeans(4, learned_starts=1, random_state=0, device="cpu",
                                 verbose=1).fit(X)
-    assert not est.learned_used_
-    assert "pretraining one on demand would take over 90 s" in est.learned_skipped_
-    assert "Learned steps skipped" in caplog.text
-    np.testing.assert_array_equal(est.labels_, km.labels_)
+    assert est.learned_used_ and est.learned_skipped_ is None
+    assert "the generic model" in caplog.text and "64 principal directions" in caplog.text
+    assert est.inertia_ <= km.inertia_ * (1 + 1e-12)
     assert TransformerKMeans(4, device="cpu").fit(X).learned_skipped_.startswith(
         "learned_starts=0")
+
+
+def test_a_sparse_context_too_large_to_make_dense_skips_with_a_warning(monkeypatch):
+    from skformer._fit import runs
+
+    monkeypatch.setattr(runs, "DENSE_CONTEXT_CELLS", 1000)
+    X, _ = _tfidf()
+    km = KMeans(4, random_state=0).fit(X)
+    with pytest.warns(UserWarning, match=r"No learned run is made: the context of \d+ "
+                                         r"sparse rows .* pass a smaller max_context"):
+        est = TransformerKMeans(4, learned_starts=1, random_state=0, device="cpu").fit(X)
+    assert not est.learned_used_ and "pass a smaller max_context" in est.learned_skipped_
+    np.testing.assert_array_equal(est.labels_, km.labels_)
 
 
 def test_pipeline_on_text():

@@ -89,6 +89,9 @@ class FitResult:
     selected: str
     """Which run of the best start gave the result: "lloyd" or "learned"."""
     learned_used: bool
+    learned_skipped: str | None = None
+    """Why the fit made no learned run although its model was chosen (the data's range
+    overflows, a sparse context too large to make dense), None otherwise."""
 
     @property
     def n_iter(self) -> int:
@@ -166,6 +169,12 @@ def _rescaled_callable(init: Callable, power: int) -> Callable:
     return scaled_init
 
 
+# The most values of a sparse context made dense for the learned steps (8 GiB of float64
+# would be 2**30): with its principal-subspace computation a context takes about three
+# times its dense size.
+DENSE_CONTEXT_CELLS = 2**27
+
+
 class _Fit:
     """One fit's state: the source, its frame, tolerance, learned phase."""
 
@@ -185,6 +194,7 @@ class _Fit:
                 np.ldexp(summary.variance, 2 * (summary.variance_power - frame.power))
                 * spec.tol)
         self.phase: LearnedPhase | None = None
+        self.skipped: str | None = None
         self.context: np.ndarray | None = None
         self.screen: ContextScreen | None = None
         self._x2: float | None = None
@@ -209,7 +219,17 @@ class _Fit:
                 "in-memory data; set an integer max_context for dask arrays and memmaps.")
         idx = context_indices(self.source.n_samples, setup.max_context, random_state)
         rows, w = self.source.gather(idx)
-        if sp.issparse(rows):  # at most max_context rows, of a width the model takes
+        if sp.issparse(rows):  # the learned steps and the screen read dense rows
+            cells = rows.shape[0] * rows.shape[1]
+            if cells > DENSE_CONTEXT_CELLS:
+                reason = (f"the context of {rows.shape[0]} sparse rows of {rows.shape[1]} "
+                          f"features would take {cells * rows.dtype.itemsize / 2**30:.1f} GiB "
+                          f"dense (at most {DENSE_CONTEXT_CELLS:.0e} values): pass a smaller "
+                          "max_context, or reduce the features first (TruncatedSVD)")
+                self.skipped = reason
+                logger.info("Learned steps skipped: %s.", reason)
+                warnings.warn(f"No learned run is made: {reason}.", UserWarning, stacklevel=4)
+                return
             rows = rows.toarray()
         # The model frame maps the context (all the learned steps see) into the model's
         # box, whatever the rows outside it.
@@ -219,6 +239,7 @@ class _Fit:
         low, high = (rows.min(0), rows.max(0)) if seen is None else (seen.min(0), seen.max(0))
         mframe = ModelFrame.of(low, high, setup.padding, self.source.device)
         if mframe is None:
+            self.skipped = "the range of the data overflows float64"
             logger.info("The data's range overflows: learned steps skipped.")
             warnings.warn("No learned run is made: the range of the data overflows "
                           "float64 (the learned steps need it); the fit is KMeans'.",
@@ -356,4 +377,4 @@ def fit(source: Source, spec: FitSpec) -> FitResult:
         if state.better(run, best):
             best = run
     return FitResult(best.centers, state.frame, best.n_learned, best.n_lloyd, best.kind,
-                     state.phase is not None)
+                     state.phase is not None, state.skipped)
