@@ -1,6 +1,6 @@
-"""Shared fixtures (a seed driven by an environment variable, as scikit-learn does, and a
-maker of trained-like learned models) and the run's summary: why cases were deselected,
-skipped or are expected to fail.
+"""Shared fixtures (a seed driven by an environment variable, as scikit-learn does, a
+maker of trained-like learned models, and caches private to the test run) and the run's
+summary: why cases were deselected, skipped or are expected to fail.
 
 The short test summary lists failures and errors only (``-rfE`` in ``pyproject.toml``);
 the deselected, skipped and expected-to-fail cases are counted by reason at the end of
@@ -9,6 +9,7 @@ the run instead of one line each (``pytest -rxs`` still lists every one).
 
 import os
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -70,6 +71,46 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             terminalreporter.write_line(f"{sum(counts.values())} {title}:")
             for line in _lines(counts, width):
                 terminalreporter.write_line(line)
+
+
+# The variables that choose where skformer's model cache is (``SKFORMER_CACHE_DIR``, else
+# ``$XDG_CACHE_HOME/skformer``: skformer/store/locations.py) and, through
+# ``XDG_CACHE_HOME``, where other tools' user caches are (numba's where it cannot write
+# beside the package, matplotlib's font list).
+CACHE_VARIABLES = ("SKFORMER_CACHE_DIR", "XDG_CACHE_HOME")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_caches(tmp_path_factory):
+    """Point the user caches at a folder of this test run, for the whole session.
+
+    Without it, the tests that pretrain a model on demand (``skformer demo --embedding
+    onehot``, for instance) save it in the user's own cache (``~/.cache/skformer``), where
+    the user's later fits would load it. ``os.environ`` is changed, not a monkeypatch, so
+    that subprocesses (CLI runs, dask workers) inherit it; the previous values come back
+    at the end. A model pretrained here is shared by the session's tests, and each run
+    pretrains afresh (the shipped models are found first, in the package).
+
+    numba's compiled kernels (``skformer/_fit/compiled.py``, ``cache=True``) are not moved:
+    numba keeps them beside the source, in ``skformer/_fit/__pycache__`` (the checkout or
+    the installed package, like Python's ``.pyc`` files), keyed by the source and the
+    signature, so they are the very kernels a user's first fit compiles; a fresh folder
+    would cost every run about 8 s of compiling. Where that folder cannot be written,
+    numba falls back on ``$XDG_CACHE_HOME/numba``, which is in this run's folder too.
+
+    Returns the folder and ``saved``: each variable's value before the session (None where
+    unset), from which a test can find the user's own cache.
+    """
+    root = tmp_path_factory.mktemp("caches")
+    saved = {name: os.environ.get(name) for name in CACHE_VARIABLES}
+    os.environ["SKFORMER_CACHE_DIR"] = str(root / "skformer")
+    os.environ["XDG_CACHE_HOME"] = str(root / "xdg")
+    yield SimpleNamespace(root=root, saved=saved)
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 def _seeds() -> list[int]:
