@@ -35,7 +35,8 @@ def _import_dask():
         import dask.array as da
     except ImportError as exc:  # pragma: no cover - dask is there when X is a dask array
         raise ImportError(
-            "Fitting on dask arrays requires dask. Install with: pip install skformer[dask]"
+            "Fitting on dask arrays requires dask. Install with: "
+            'pip install "dask[array,distributed]"'
         ) from exc
     return dask, da
 

@@ -47,7 +47,7 @@ def plot(records: list[dict], path: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError as exc:
         raise ImportError("--plot requires matplotlib. Install with: "
-                          "pip install skformer[plot]") from exc
+                          "pip install matplotlib") from exc
     labels = [f"{r['b']}x{r['n']}x{r['d']}\nk={r['k']}" + ("\nragged" if r["ragged"] else "")
               for r in records]
     fig, ax = plt.subplots(figsize=(1.2 * len(records) + 2, 4))

@@ -89,7 +89,7 @@ def plot_summary(summaries: Sequence[CostSummary], path: str, title: str = "") -
         from matplotlib.figure import Figure
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "plotting requires matplotlib. Install with: pip install skformer[plot]"
+            "plotting requires matplotlib. Install with: pip install matplotlib"
         ) from exc
     if not summaries:
         raise ValueError("nothing to plot: no (d, k) has both onehot and binary records.")

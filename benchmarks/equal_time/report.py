@@ -324,7 +324,7 @@ def plot_summary(summary: Summary, path: str, title: str = "") -> None:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             "skformer bench equal-time --plot requires matplotlib. "
-            "Install with: pip install skformer[plot]"
+            "Install with: pip install matplotlib"
         ) from exc
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter

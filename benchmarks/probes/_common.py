@@ -296,7 +296,7 @@ def require_matplotlib() -> None:
         import matplotlib  # noqa: F401
     except ImportError as exc:
         raise ImportError(
-            "Plotting a probe requires matplotlib. Install with: pip install skformer[plot]"
+            "Plotting a probe requires matplotlib. Install with: pip install matplotlib"
         ) from exc
 
 

@@ -163,7 +163,7 @@ def plot_summary(records: Sequence[Record], path: str, title: str = "") -> None:
         from matplotlib.figure import Figure
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "plotting requires matplotlib. Install with: pip install skformer[plot]"
+            "plotting requires matplotlib. Install with: pip install matplotlib"
         ) from exc
     summaries = summarise(records)
     if not summaries:
