@@ -268,7 +268,7 @@ def test_cli_dispatches_to_the_probes(tmp_path):
 @pytest.mark.parametrize("module", [convergence, multistep, length, loss_gap])
 def test_plot_without_matplotlib_says_how_to_install(module, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(ImportError, match=r"pip install skformer\[plot\]"):
+    with pytest.raises(ImportError, match=r"pip install matplotlib"):
         module.main(["--plot", str(tmp_path / "x.png")])
 
 

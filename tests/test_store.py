@@ -265,7 +265,7 @@ def test_pretrain_without_saving(_cache, embedding):
 def test_load_model_pretrains_once_then_reads_the_cache(tiny_on_demand, _cache, caplog):
     with caplog.at_level(logging.INFO, logger="skformer"):
         first = load_model(2, 3)
-    assert len(tiny_on_demand) == 1 and "pretraining on demand" in caplog.text
+    assert len(tiny_on_demand) == 1 and "pretraining one on demand" in caplog.text
     assert (_cache / "d2_k3_binary_l2.safetensors").is_file()
     second = load_model(2, 3)
     assert len(tiny_on_demand) == 1
