@@ -1,0 +1,142 @@
+"""Benchmark: the learned mode at users' shapes.
+
+The command line ``skformer bench shapes``; see :mod:`benchmarks.shapes`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+
+from benchmarks.shapes.data import PRESETS, SHAPES, select
+from benchmarks.shapes.report import HEADER, format_row, format_summary, plot_records, summarise
+from benchmarks.shapes.runs import ShapeRecord, run_shape, warm_up
+
+__all__ = ["main"]
+
+VIOLATION_STATUS = 1
+"""Exit status where the estimator's inertia exceeded Lloyd's from a k-means++ start."""
+
+
+def _names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    try:
+        select(names)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return names
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="skformer bench shapes", description=__doc__.splitlines()[0]
+        + " Per shape: first-fit time and which model ran; the share of the headroom below "
+        "Lloyd (20 steps from random starts) that 20 learned steps capture; the ratio to "
+        "Lloyd's run from k-means++ starts; the learned fit's time over KMeans'.")
+    p.add_argument("--preset", choices=tuple(PRESETS), default="full",
+                   help="the grid: full (" + ", ".join(PRESETS["full"]) + ") or quick ("
+                   + ", ".join(PRESETS["quick"]) + "; seconds) (default: full)")
+    p.add_argument("--shapes", type=_names, metavar="NAME[,NAME...]",
+                   help="these shapes instead of the preset's, of: " + ", ".join(SHAPES))
+    p.add_argument("--seeds", type=int, default=3,
+                   help="seeds 0 .. SEEDS-1 of the random and k-means++ starts (default: 3)")
+    p.add_argument("--device", default="cpu",
+                   help="TransformerKMeans' device (default: cpu)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads of both estimators (default: the libraries' own)")
+    p.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                   help="no tiny fit before the first shape (then the first shape's "
+                        "first_fit_s includes loading the compiled Lloyd kernel)")
+    p.add_argument("--list", action="store_true", help="print the shapes and exit")
+    p.add_argument("--out", metavar="FILE.json",
+                   help="write the records and the summary as JSON (after every shape)")
+    p.add_argument("--plot", metavar="FILE.png", help="save the figure (needs matplotlib)")
+    return p
+
+
+def _write(path: str | None, payload: dict) -> None:
+    if path:
+        with open(path, "w") as f:
+            json.dump(payload, f, indent=1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark: print one table row per shape and the summary; write ``--out``
+    and ``--plot``. Returns 0; 1 where the estimator's inertia exceeded Lloyd's from a
+    k-means++ start by more than 1e-9 (relative); 2 where the device is not available."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.seeds < 0:
+        parser.error("--seeds must be >= 0")
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be >= 1")
+    shapes = select(args.shapes or PRESETS[args.preset])
+    if args.list:
+        for s in shapes:
+            print(f"{s.name}: n={s.n:,} d={s.d} k={s.k} ({s.group}) {s.description}")
+        return 0
+    from benchmarks.equal_time.runs import limit_threads, load
+    from benchmarks.versus_kmeans.runs import machine_info
+
+    try:
+        machine = machine_info(args.device)
+    except ValueError as exc:
+        print(f"skformer bench shapes: error: {exc}", file=sys.stderr)
+        return 2
+    with limit_threads(args.threads):
+        return _run(args, shapes, {**machine, "source": _source()}, load)
+
+
+def _run(args, shapes, machine: dict, load) -> int:
+    started = time.perf_counter()
+    payload: dict = {"machine": machine, "options": vars(args),
+                     "shapes_run": [s.name for s in shapes], "loadavg_before": load(),
+                     "warm_up_s": None, "wall_seconds": None, "summary": None, "records": []}
+    print(f"# {machine['device_name']} ({machine['device']}), {machine['cpu_count']} CPUs, "
+          f"torch {machine['torch']}, scikit-learn {machine['sklearn']}; "
+          f"{len(shapes)} shapes, seeds 0..{args.seeds - 1}", flush=True)
+    if args.warm_up:
+        payload["warm_up_s"] = warm_up(args.device)
+    print(HEADER, flush=True)
+    records: list[ShapeRecord] = []
+    bits: set[int] = set()
+    for shape in shapes:
+        records.append(run_shape(shape, list(range(args.seeds)), device=args.device,
+                                 bits_seen=bits))
+        print(format_row(records[-1]), flush=True)
+        payload["records"] = [asdict(r) for r in records]
+        payload["summary"] = asdict(summarise(records))
+        _write(args.out, payload)  # rewritten after every shape
+    summary = summarise(records)
+    payload["wall_seconds"] = time.perf_counter() - started
+    payload["loadavg_after"] = load()
+    _write(args.out, payload)
+    print("\n# targets\n" + format_summary(summary))
+    print(f"\n# wall {payload['wall_seconds']:.0f} s", flush=True)
+    if args.plot and records:
+        plot_records(records, args.plot, title=(
+            "TransformerKMeans(learned_starts=1) at users' shapes: "
+            f"seeds 0..{args.seeds - 1}, {machine['device_name']}"))
+    return VIOLATION_STATUS if summary.violations else 0
+
+
+def _source() -> dict | None:
+    """The checkout's commit and the tracked files changed but not committed, or None
+    outside a git checkout: which code the run measured."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        def git(*cmd: str) -> str:
+            return subprocess.run(["git", *cmd], cwd=root, capture_output=True, text=True,
+                                  check=True, timeout=30).stdout
+
+        return {"commit": git("rev-parse", "HEAD").strip(),
+                "uncommitted": git("status", "--porcelain", "--untracked-files=no")
+                .splitlines()}
+    except (OSError, subprocess.SubprocessError):
+        return None

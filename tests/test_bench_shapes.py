@@ -1,0 +1,123 @@
+"""The shapes benchmark: its measures, its judge, and a quick run of the command."""
+
+import doctest
+import json
+from dataclasses import fields, replace
+
+import numpy as np
+import pytest
+
+from benchmarks import shapes as sh
+from benchmarks.shapes import data, report, runs
+from skformer.cli import main
+
+
+@pytest.mark.parametrize("module", [data, report, runs])
+def test_docstring_examples(module):
+    result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0
+
+
+def test_headroom_and_captured():
+    # Lloyd 10 and 20, best 8: room 2 and 12 of 30; learned takes 1 and 3 of it.
+    assert sh.headroom([10.0, 20.0], 8.0) == pytest.approx(0.4)
+    assert sh.captured([10.0, 20.0], [9.0, 17.0], 8.0) == pytest.approx(4 / 14)
+    assert sh.captured([10.0, 20.0], [8.0, 8.0], 8.0) == pytest.approx(1.0)
+    assert sh.captured([10.0], [11.0], 8.0) == pytest.approx(-0.5)  # worse than Lloyd
+    assert sh.captured([8.0, 8.0], [7.0, 7.0], 8.0) is None  # no room
+
+
+def test_distinct_rows_are_distinct_and_seeded():
+    X = np.repeat(np.arange(6.0)[:, None], 3, axis=0)  # every value three times
+    start = sh.distinct_rows(X, 6, seed=1)
+    assert len(np.unique(start, axis=0)) == 6
+    np.testing.assert_array_equal(start, sh.distinct_rows(X, 6, seed=1))
+    with pytest.raises(ValueError, match="6 distinct rows, fewer than k=7"):
+        sh.distinct_rows(X, 7, seed=0)
+
+
+def test_embeddings_generator():
+    X = sh.embeddings(300, 96, 5, seed=0)
+    assert X.shape == (300, 96)
+    np.testing.assert_allclose(np.linalg.norm(X, axis=1), 1.0)
+    np.testing.assert_array_equal(X, sh.embeddings(300, 96, 5, seed=0))
+    # low effective rank: the top 32 principal directions carry most of the variance
+    s = np.linalg.svd(X - X.mean(0), compute_uv=False) ** 2
+    assert s[:32].sum() / s.sum() > 0.5
+
+
+def test_grid_spans_the_shapes_asked_for():
+    full = {s.name: s for s in sh.select(sh.FULL)}
+    assert {s.d for s in full.values()} >= {1, 3, 4, 8, 16, 64, 128, 384, 768, 1024}
+    assert full["embed1024-k1000"].k == 1000
+    assert all(s.n <= 600 for s in sh.select(sh.QUICK)) and len(sh.QUICK) == 3
+    with pytest.raises(ValueError, match="unknown shapes"):
+        sh.select(["nope-k3"])
+
+
+def _record(name, k, *, headroom, captured, ratio, estimator_ratio=0.99):
+    seed = runs.PlusPlusSeed(0, 1.0, ratio, estimator_ratio, ratio, estimator_ratio,
+                             estimator_ratio > 1 + runs.TOLERANCE, "learned", True,
+                             1.0, 2.0, 2.0, 1.0, 1.0, 0.1)
+    return runs.ShapeRecord(
+        name=name, group="g", n=100, d=2, k=k, description="", origin="generic",
+        project=None, code_bits=2, bits_seen_before=False, first_fit_s=1.0,
+        first_fit_lloyd_s=0.1, learned=True, learned_skipped=None,
+        first_selected_run="learned", first_ratio=1.0, best=1.0, best_s=1.0,
+        headroom=headroom, captured=captured, ratio_median=ratio,
+        estimator_ratio_median=estimator_ratio, estimator_ratio_max=estimator_ratio,
+        violations=int(seed.violation), time_ratio_median=2.0, seconds=1.0,
+        plusplus_seeds=[seed])
+
+
+def test_summarise_judges_the_targets():
+    records = [_record("a", 64, headroom=0.2, captured=0.5, ratio=0.99),
+               _record("b", 256, headroom=0.3, captured=0.1, ratio=0.999),
+               _record("c", 10, headroom=0.05, captured=0.0, ratio=0.9),  # k < 32, no room
+               _record("d", 100, headroom=0.0, captured=None, ratio=0.98)]
+    s = sh.summarise(records)
+    assert s.room == ["a", "b"] and s.captured_misses == ["b"] and s.captured_met is False
+    assert s.large_k == ["a", "b", "d"]
+    assert s.ratio_median_large_k == pytest.approx(0.99) and s.ratio_met is True
+    assert s.violations == []
+    bad = sh.summarise([replace(records[0], plusplus_seeds=[replace(
+        records[0].plusplus_seeds[0], estimator_ratio=1.01, violation=True)])])
+    assert bad.violations == ["a seed 0: 1.01"]
+    assert "VIOLATED" in sh.format_summary(bad)
+    assert sh.format_row(records[0]).count("|") == sh.HEADER.splitlines()[1].count("|")
+
+
+def test_quick_run_records(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out, png = tmp_path / "shapes.json", tmp_path / "shapes.png"
+    assert main(["bench", "shapes", "--preset", "quick", "--seeds", "1", "--out", str(out),
+                 "--plot", str(png)]) == 0
+    printed = capsys.readouterr().out
+    payload = json.loads(out.read_text())
+    assert png.stat().st_size > 0
+    names = [f.name for f in fields(runs.ShapeRecord)]
+    records = payload["records"]
+    assert [r["name"] for r in records] == list(sh.QUICK)
+    for r in records:
+        assert set(r) == set(names)
+        assert r["name"] in printed
+        assert r["origin"] in ("trained", "generic") and r["learned"] is True
+        assert r["project"] == (64 if r["d"] > 64 else None)
+        assert r["first_fit_s"] > 0 and r["first_fit_lloyd_s"] > 0 and r["best"] > 0
+        assert len(r["headroom_seeds"]) == len(r["plusplus_seeds"]) == 1
+        room, plus = r["headroom_seeds"][0], r["plusplus_seeds"][0]
+        assert r["headroom"] == pytest.approx(1 - r["best"] / room["lloyd20"])
+        assert 1 <= room["learned_steps"] <= 20
+        assert plus["ratio"] == pytest.approx(plus["learned_lloyd"] / plus["lloyd"])
+        # the estimator's contract: never above Lloyd's run from the same start
+        assert plus["estimator_ratio"] <= 1 + 1e-9 and r["violations"] == 0
+        assert plus["time_ratio"] == pytest.approx(plus["estimator_s"] / plus["lloyd_s"])
+    assert payload["summary"]["violations"] == []
+    assert payload["wall_seconds"] > 0 and "targets" in printed
+
+
+def test_cli_rejects_unknown_shapes(capsys):
+    with pytest.raises(SystemExit) as exc:
+        sh.main(["--shapes", "china-k16,nope"])
+    assert exc.value.code == 2
+    assert "unknown shapes" in capsys.readouterr().err
