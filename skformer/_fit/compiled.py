@@ -40,9 +40,12 @@ here: :func:`literal_nearest` (the literal differences, small data) and
 Cost to a user: importing numba and loading the kernels (about 0.7 s and 28 MB, on the
 first fit in a process; importing skformer does not import numba), and compiling the
 kernels a fit needs once per dtype on a machine, kept on disk beside this file or in
-the user's cache folder: the first digits fit 5.5 s in float64, then 2.7 s more for
-float32 (2-core AMD EPYC; 2.2 and 1.4 s before the step kept bounds, whose kernel takes
-about 3.5 s of it to compile). Set the environment variable ``SKFORMER_COMPILED=0``
+the user's cache folder (:mod:`.kernel_cache`; a damaged, full or unwritable cache costs
+a compile and a warning, never the fit): the first digits fit 5.5 s in float64, then
+2.7 s more for float32 (2-core AMD EPYC; 2.2 and 1.4 s before the step kept bounds,
+whose kernel takes about 3.5 s of it to compile; each kernel compiles one signature per
+dtype, and most of the first one's time is numba compiling its own helpers, once per
+process). Set the environment variable ``SKFORMER_COMPILED=0``
 to use the NumPy arithmetic instead; without numba it is used anyway. Results differ
 from the NumPy step's in the last bits (float64 sums of rows instead of the data's dtype
 per chunk), and are bitwise reproducible with either.
@@ -366,7 +369,8 @@ class _Kernels:
 def kernel() -> _Kernels | None:
     """The compiled kernels, or None where numba cannot be imported, its JIT is off
     (``NUMBA_DISABLE_JIT``) or ``SKFORMER_COMPILED=0``. Compiled on first call per
-    dtype, cached on disk where numba finds a writable place."""
+    dtype, cached on disk (:mod:`.kernel_cache`: a damaged, full or unwritable cache
+    costs a compile and one warning, never the fit)."""
     if os.environ.get("SKFORMER_COMPILED", "1").strip() == "0":
         return None
     try:
@@ -376,10 +380,9 @@ def kernel() -> _Kernels | None:
         return None
     if numba.config.DISABLE_JIT:
         return None
-    try:
-        return _Kernels(numba.njit(nogil=True, cache=True))
-    except RuntimeError:  # no writable place for the cache: compile in each process
-        return _Kernels(numba.njit(nogil=True))
+    from . import kernel_cache
+
+    return _Kernels(kernel_cache.jit(numba, nogil=True))
 
 
 class RowBounds:

@@ -1,0 +1,227 @@
+"""The compiled kernels' cache on disk (``skformer/_fit/kernel_cache.py``) never breaks a
+fit: a damaged entry is compiled again and rewritten, a full folder or one that cannot be
+written costs a compile per process, each with one warning naming the folder.
+
+The fits run in fresh processes (``sys.executable -c``), each with its cache in a folder
+of the test: the kernels compile there (a few seconds per process), never in the
+checkout's cache. Where the package's folder must be read-only, the child tells numba that
+``__pycache__`` beside the source cannot be written (tests may run as root, for whom no
+folder is read-only). The cache's own mechanics are tested in this process on a one-line
+kernel (a fraction of a second to compile).
+"""
+
+import errno
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba")
+
+from skformer._fit import kernel_cache  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A fit in a fresh process; prints its warnings and the kernels' cache hits, misses and
+# folders as JSON.
+CHILD = r"""
+import json, os, sys, warnings
+import numpy as np
+if os.environ.get("TEST_READ_ONLY_PACKAGE"):  # __pycache__ beside the source: read-only
+    from numba.core import caching
+    name = "InTreeCacheLocator"
+    locator = getattr(caching, name, None) or getattr(caching, "_" + name)
+    locator.from_function = classmethod(lambda cls, py_func, py_file: None)
+from skformer import TransformerKMeans
+from skformer._fit import compiled
+X = np.random.default_rng(0).normal(size=(500, 4))
+if os.environ.get("TEST_FILE_SIZE_LIMIT"):  # writes past it fail with EFBIG
+    import resource, signal
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (int(os.environ["TEST_FILE_SIZE_LIMIT"]), hard))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    model = TransformerKMeans(3, random_state=0).fit(X)
+kernels = [k for k in vars(compiled.kernel()).values() if hasattr(k, "stats")]
+print(json.dumps({
+    "warnings": [str(w.message) for w in caught],
+    "hits": sum(sum(k.stats.cache_hits.values()) for k in kernels),
+    "misses": sum(sum(k.stats.cache_misses.values()) for k in kernels),
+    "folders": sorted({str(k.stats.cache_path) for k in kernels if k.signatures}),
+    "inertia": float(model.inertia_),
+}))
+"""
+
+
+def _fit(tmp_path: Path, **env: str) -> dict:
+    """A fit in a fresh process with its caches in ``tmp_path`` (and ``env``)."""
+    full = {name: value for name, value in os.environ.items()
+            if name not in ("NUMBA_CACHE_DIR", "SKFORMER_COMPILED", "NUMBA_DISABLE_JIT")}
+    full.update({"SKFORMER_CACHE_DIR": str(tmp_path / "skformer"),
+                 "XDG_CACHE_HOME": str(tmp_path / "xdg"), **env})
+    run = subprocess.run([sys.executable, "-c", CHILD], cwd=ROOT, env=full,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A fit of a read-only install: its kernels compiled and saved in the user's cache
+    folder. Returns the folder of the test and the fit's report."""
+    tmp = tmp_path_factory.mktemp("built")
+    return tmp, _fit(tmp, TEST_READ_ONLY_PACKAGE="1")
+
+
+def test_read_only_install_caches_in_the_user_folder(built):
+    tmp, first = built
+    user = tmp / "skformer" / "numba"
+    assert first["warnings"] == []
+    assert first["misses"] > 0 and first["hits"] == 0
+    assert all(Path(f).parent == user for f in first["folders"]), first["folders"]
+    again = _fit(tmp, TEST_READ_ONLY_PACKAGE="1")  # a later process: loaded, not compiled
+    assert again["warnings"] == [] and again["misses"] == 0
+    assert again["hits"] == first["misses"]
+    assert again["inertia"] == first["inertia"]
+
+
+def test_damaged_entries_are_compiled_again(built, tmp_path):
+    import shutil
+
+    source, first = built
+    shutil.copytree(source / "skformer", tmp_path / "skformer")
+    files = sorted((tmp_path / "skformer").rglob("*.nb[ic]"))
+    assert files
+    for path in files:  # every file cut in half: EOFError / UnpicklingError in plain numba
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+    report = _fit(tmp_path, TEST_READ_ONLY_PACKAGE="1")
+    assert len(report["warnings"]) == 1, report["warnings"]
+    (folder,) = report["folders"]
+    assert f"cache {folder} held a damaged entry" in report["warnings"][0]
+    assert report["misses"] == first["misses"] and report["inertia"] == first["inertia"]
+    again = _fit(tmp_path, TEST_READ_ONLY_PACKAGE="1")  # rewritten: a later process is fine
+    assert again["warnings"] == [] and again["misses"] == 0
+    assert again["hits"] == first["misses"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file-size limit")
+def test_full_folder_compiles_in_memory(tmp_path):
+    # Writes past 4 KiB fail (EFBIG), as on a full disk (ENOSPC): the index is written,
+    # the data are not.
+    report = _fit(tmp_path, NUMBA_CACHE_DIR=str(tmp_path / "numba"),
+                  TEST_FILE_SIZE_LIMIT="4096")
+    assert len(report["warnings"]) == 1, report["warnings"]
+    (folder,) = report["folders"]
+    assert Path(folder).parent == tmp_path / "numba"
+    message = report["warnings"][0]
+    assert f"cannot be saved in {folder} ({os.strerror(errno.EFBIG)})" in message
+    assert "NUMBA_CACHE_DIR" in message
+    # No index is left naming a data file that was not written.
+    assert not list(Path(folder).glob("*.nbi"))
+
+
+def test_nowhere_to_write_compiles_in_memory(tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")  # no folder can be made under a file, even by root
+    report = _fit(tmp_path, TEST_READ_ONLY_PACKAGE="1", SKFORMER_CACHE_DIR=str(blocked / "c"))
+    assert len(report["warnings"]) == 1, report["warnings"]
+    message = report["warnings"][0]
+    assert str(blocked / "c" / "numba") in message
+    assert "each process compiles them again" in message
+    assert "Set SKFORMER_CACHE_DIR (or numba's NUMBA_CACHE_DIR) to a writable" in message
+    assert report["folders"] == ["None"] and report["hits"] == 0 and report["misses"] > 0
+
+
+# ------------------------------------------------------- the cache itself, in this process
+
+
+def _twice(x):  # a one-line kernel for the cache's own tests
+    return 2 * x
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """``numba``'s cache folder set to ``tmp_path``, this process's warnings forgotten;
+    returns a maker of fresh dispatchers of :func:`_twice` and the kernel's folder."""
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(kernel_cache, "_WARNED", set())
+    monkeypatch.setattr(kernel_cache, "_UNSAVED", set())
+
+    def make():
+        return kernel_cache.jit(numba, nogil=True)(_twice)
+
+    return make
+
+
+def _counts(dispatcher) -> tuple[int, int]:
+    stats = dispatcher.stats
+    return sum(stats.cache_hits.values()), sum(stats.cache_misses.values())
+
+
+def test_saved_then_loaded(cache, recwarn):
+    first = cache()
+    assert first(1.5) == 3.0 and _counts(first) == (0, 1)
+    second = cache()
+    assert second(1.5) == 3.0 and _counts(second) == (1, 0)
+    assert len(recwarn) == 0
+
+
+@pytest.mark.parametrize("damage", ["flipped byte", "garbage index", "swapped entries"])
+def test_damaged_entry(cache, damage):
+    first = cache()
+    first(1.5), first(np.int64(3))
+    folder = Path(first.stats.cache_path)
+    (index,) = folder.glob("*_twice*.nbi")
+    data = sorted(folder.glob("*_twice*.nbc"))
+    if damage == "flipped byte":  # a valid pickle of damaged code without the checksum
+        for path in data:
+            raw = bytearray(path.read_bytes())
+            raw[len(raw) // 2] ^= 0xFF
+            path.write_bytes(bytes(raw))
+    elif damage == "garbage index":
+        index.write_bytes(os.urandom(200))
+    else:  # each signature's file holds the other's kernel
+        a, b = (path.read_bytes() for path in data)
+        data[0].write_bytes(b)
+        data[1].write_bytes(a)
+    second = cache()
+    with pytest.warns(UserWarning, match="held a damaged entry") as caught:
+        assert second(1.5) == 3.0 and second(np.int64(3)) == 6
+    assert len(caught) == 1 and str(folder) in str(caught[0].message)
+    assert _counts(second) == (0, 2)
+    third = cache()  # rewritten
+    assert third(1.5) == 3.0 and third(np.int64(3)) == 6 and _counts(third) == (2, 0)
+
+
+def test_full_folder(cache, monkeypatch):
+    from numba.core import caching
+
+    def full(self, path):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+    monkeypatch.setattr(caching.IndexDataCacheFile, "_open_for_write", full)
+    first = cache()
+    with pytest.warns(UserWarning, match="cannot be saved in") as caught:
+        assert first(1.5) == 3.0
+        assert first(np.int64(3)) == 6  # no second try, no second warning
+    assert len(caught) == 1
+    assert f"{first.stats.cache_path} ({os.strerror(errno.ENOSPC)})" in str(caught[0].message)
+    assert not list(Path(first.stats.cache_path).glob("*_twice*"))
+
+
+def test_plain_numba_files_are_stale_not_damaged(cache, recwarn):
+    # Files of plain numba's format (an older skformer, the same folder) are another
+    # version's, for either: each compiles and rewrites, silently.
+    plain = numba.njit(cache=True)(_twice)
+    assert plain(1.5) == 3.0
+    ours = cache()
+    assert ours(1.5) == 3.0 and _counts(ours) == (0, 1)
+    plain_again = numba.njit(cache=True)(_twice)
+    assert plain_again(1.5) == 3.0
+    assert len(recwarn) == 0
