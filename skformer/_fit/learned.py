@@ -25,14 +25,14 @@ from ..nn.projection import Subspace, lift, principal_subspace
 from ..nn.streaming import prepare_points
 from .frame import ModelFrame
 
-__all__ = ["CONTEXT_PER_CLUSTER", "DEFAULT_CONTEXT", "LearnedPhase", "LearnedSetup",
+__all__ = ["CONTEXT_PER_CLUSTER", "DEFAULT_CONTEXT", "PATIENCE", "LearnedPhase", "LearnedSetup",
            "auto_context", "context_indices", "project_context"]
 
 logger = logging.getLogger("skformer")
 
 # After the schedule, learned steps whose objective has not improved by a relative
-# ``tol`` for this many steps in a row end the learned phase.
-_PATIENCE = 3
+# ``tol`` for this many steps in a row end the learned phase (one problem or many).
+PATIENCE = 3
 # ``max_context="auto"``: this many rows, or this many per cluster where that is more
 # (the steps move a centre by the points it attends to: with many clusters a fixed
 # sample leaves most of them with one or two).
@@ -58,7 +58,7 @@ class LearnedSetup:
     model: LearnedKMeansModel
     padding: int = 0
     """Zero features appended to fit a wider model."""
-    max_context: int | None = 2048
+    max_context: int | None = DEFAULT_CONTEXT
     """Rows the learned steps run on (None: all)."""
     project: int | None = None
     """Principal directions of the context the learned steps run in (the model's
@@ -192,9 +192,9 @@ class LearnedPhase:
             if shift <= tol_model:
                 logger.info("Learned steps converged at step %d.", i)
                 break
-            if stalled >= _PATIENCE:
+            if stalled >= PATIENCE:
                 logger.info("Learned steps stopped at step %d: no progress in %d steps.",
-                            i, _PATIENCE)
+                            i, PATIENCE)
                 break
         best_c = frame.to_fit(best_z[0], torch.float64)
         if self.subspace is None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .._fit.learned import DEFAULT_CONTEXT, PATIENCE
 from ..nn.inference import LearnedStepper
 from ..nn.kernel import exact_step
 from ..nn.learned import LearnedKMeansModel
@@ -29,9 +30,6 @@ from ._inputs import Block
 
 __all__ = ["Context", "LearnedModel", "context_of", "learned_steps"]
 
-# After the schedule, a run whose objective has not improved by a relative ``tol`` for
-# this many learned steps in a row stops (as in TransformerKMeans).
-_PATIENCE = 3
 # Runs per call of the model: a (runs, rows, width) block of tokens stays about this big.
 _TOKENS = 2**22
 
@@ -43,7 +41,7 @@ class LearnedModel:
     model: LearnedKMeansModel
     padding: int = 0
     """Zero features appended to reach the model's width."""
-    max_context: int | None = 2048
+    max_context: int | None = DEFAULT_CONTEXT
     project: int | None = None
     """Principal directions of each problem's context the steps run in (the model's
     width); None for the data's own features."""
@@ -192,6 +190,6 @@ def _steps(model, context: Context, c, problem, max_iter, tol, rel_tol):
             improved = objective < reference[active] * (1.0 - rel_tol)
             reference[active] = torch.where(improved, objective, reference[active])
             stalled[active] = torch.where(improved, 0, stalled[active] + 1)
-            stop = ~finite | (shift <= tol_model[active]) | (stalled[active] >= _PATIENCE)
+            stop = ~finite | (shift <= tol_model[active]) | (stalled[active] >= PATIENCE)
         active = active[~stop]
     return context.to_working(best_z, problem, d, c.dtype, c), n_steps
