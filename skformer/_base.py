@@ -26,7 +26,6 @@ from sklearn.base import (
     _fit_context,
 )
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import (
@@ -38,18 +37,31 @@ from sklearn.utils.validation import (
 )
 
 from ._fit import FitResult, FitSpec, as_source, fit, is_dask, labels_inertia
+from ._fit.assign import check_width, distances
 
-__all__ = ["BaseTransformerKMeans", "labels_inertia", "resolve_device"]
+__all__ = ["SUPPORTED_DEVICES", "BaseTransformerKMeans", "labels_inertia", "resolve_device"]
 
 logger = logging.getLogger("skformer")
 
+SUPPORTED_DEVICES = ("cpu", "cuda")
+"""The torch device types a fit runs on (a ``"meta"`` tensor holds no values, and the
+fit layer's float64 arithmetic and CPU kernels are written for these two)."""
+
+
 def resolve_device(device: str | torch.device) -> torch.device:
     """The torch device a ``device`` parameter names (``"auto"``: CUDA when present).
+
+    Raises a ValueError for a name torch does not know, a device type other than
+    ``"cpu"`` and ``"cuda"`` (:data:`SUPPORTED_DEVICES`), and CUDA where it is absent.
 
     Examples
     --------
     >>> resolve_device("cpu")
     device(type='cpu')
+    >>> resolve_device("meta")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: device='meta' is not supported: skformer runs on device types 'cpu' and ...
     """
     if isinstance(device, str) and device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -57,6 +69,12 @@ def resolve_device(device: str | torch.device) -> torch.device:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
         raise ValueError(f"device={device!r} is not a valid torch device.") from exc
+    if dev.type not in SUPPORTED_DEVICES:
+        name = str(device) if isinstance(device, torch.device) else device
+        raise ValueError(
+            f"device={name!r} is not supported: skformer runs on device types 'cpu' and "
+            "'cuda' (e.g. 'cpu', 'cuda', 'cuda:1', or 'auto')."
+        )
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(
             f"device={device!r} was requested but CUDA is not available; "
@@ -185,29 +203,45 @@ class BaseTransformerKMeans(
         -------
         self : object
             Fitted estimator.
-        """
-        with _verbose_logging(self.verbose):
-            if is_dask(X):
-                from .dask import validate_dask
 
-                X, w = validate_dask(self, X, sample_weight)
-            else:
-                X, w = self._validate_fit_input(X, sample_weight)
-            self._check_params_vs_input(X)
-            init = self.init
-            if _is_arraylike_not_scalar(init):
-                init = check_array(init, dtype=X.dtype, copy=True, order="C")
-                self._validate_center_shape(X, init)
-            device = resolve_device(self.device)
-            random_state = check_random_state(self.random_state)
-            spec = FitSpec(
-                n_clusters=self.n_clusters, init=init, n_init=self._n_init,
-                max_iter=self.max_iter, tol=self.tol, random_state=random_state,
-                **self._fit_spec(X.shape[1], device, random_state),
-            )
-            source = as_source(X, w, device)
-            result = fit(source, spec)
-            self._set_fitted(source, result, X.dtype)
+        Notes
+        -----
+        A fit that raises leaves the estimator as it was before the call (fitted
+        attributes, ``n_features_in_`` and ``feature_names_in_`` included): a previous
+        fit's centres stay usable, and are never paired with a failed fit's width.
+        """
+        # A fit that fails leaves the estimator as it found it: validation sets
+        # n_features_in_ (and feature names) before checks that may still fail, and a
+        # previous fit's centres must never meet data of another width. (Inline, not a
+        # helper: the warnings' stacklevels count the frames up to the caller.)
+        before = dict(vars(self))
+        try:
+            with _verbose_logging(self.verbose):
+                if is_dask(X):
+                    from .dask import validate_dask
+
+                    X, w = validate_dask(self, X, sample_weight)
+                else:
+                    X, w = self._validate_fit_input(X, sample_weight)
+                self._check_params_vs_input(X)
+                init = self.init
+                if _is_arraylike_not_scalar(init):
+                    init = check_array(init, dtype=X.dtype, copy=True, order="C")
+                    self._validate_center_shape(X, init)
+                device = resolve_device(self.device)
+                random_state = check_random_state(self.random_state)
+                spec = FitSpec(
+                    n_clusters=self.n_clusters, init=init, n_init=self._n_init,
+                    max_iter=self.max_iter, tol=self.tol, random_state=random_state,
+                    **self._fit_spec(X.shape[1], device, random_state),
+                )
+                source = as_source(X, w, device)
+                result = fit(source, spec)
+                self._set_fitted(source, result, X.dtype)
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(before)
+            raise
         return self
 
     def _set_fitted(self, source, result: FitResult, dtype) -> None:
@@ -234,6 +268,8 @@ class BaseTransformerKMeans(
     def _check_test_data(self, X):
         X = validate_data(self, X, accept_sparse="csr", reset=False,
                           dtype=[np.float64, np.float32], order="C")
+        # The centres' own width as well: the kernels read that many values of each.
+        check_width(X, self.cluster_centers_)
         return _canonical(X)
 
     def fit_predict(self, X, y=None, sample_weight=None):
@@ -309,7 +345,7 @@ class BaseTransformerKMeans(
         return self._transform(self._check_test_data(X))
 
     def _transform(self, X):
-        return euclidean_distances(X, self.cluster_centers_)
+        return distances(X, self.cluster_centers_)
 
     def score(self, X, y=None, sample_weight=None):
         """Opposite of the k-means objective of X against the fitted centres.

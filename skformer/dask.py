@@ -21,10 +21,10 @@ import functools
 from numbers import Real
 
 import numpy as np
-from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ._fit import WeightStats, dask_labels, labels_inertia
+from ._fit.assign import check_width, distances
 
 __all__ = ["predict_dask", "score_dask", "transform_dask", "validate_dask"]
 
@@ -58,9 +58,15 @@ def _check_array(estimator, X, *, reset: bool):
             "using X.reshape(-1, 1) if your data has a single feature or X.reshape(1, -1) "
             "if it contains a single sample."
         )
-    if any(np.isnan(size) for size in X.chunks[0]):
+    unknown = [name for axis, name in ((0, "rows"), (1, "columns"))
+               if any(np.isnan(size) for size in X.chunks[axis])]
+    if unknown:
+        # (a width of NaN would otherwise reach int() far down the fit)
+        what = " and ".join(unknown)
         raise ValueError(
-            "X has unknown chunk sizes (NaN); call X.compute_chunk_sizes() first."
+            f"X has an unknown number of {what} (chunk sizes NaN, shape={X.shape}): call "
+            "X.compute_chunk_sizes() first, or convert a dask DataFrame with "
+            ".to_dask_array(lengths=True)."
         )
     if np.issubdtype(X.dtype, np.complexfloating):
         raise ValueError("Complex data not supported")
@@ -78,11 +84,14 @@ def _check_array(estimator, X, *, reset: bool):
         estimator.n_features_in_ = X.shape[1]
         if hasattr(estimator, "feature_names_in_"):
             del estimator.feature_names_in_
-    elif X.shape[1] != estimator.n_features_in_:
-        raise ValueError(
-            f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
-            f"{estimator.n_features_in_} features as input."
-        )
+    else:
+        if X.shape[1] != estimator.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(estimator).__name__} is "
+                f"expecting {estimator.n_features_in_} features as input."
+            )
+        # The centres' own width as well: the kernels read that many values of each.
+        check_width(X, estimator.cluster_centers_)
     return X
 
 
@@ -138,7 +147,7 @@ def transform_dask(estimator, X):
     check_is_fitted(estimator)
     X = _check_array(estimator, X, reset=False)
     centers = estimator.cluster_centers_
-    dtype = euclidean_distances(np.zeros((1, X.shape[1]), X.dtype), centers).dtype
+    dtype = distances(np.zeros((1, X.shape[1]), X.dtype), centers).dtype
     return X.map_blocks(_distances_block, centers=centers, dtype=dtype,
                         chunks=(X.chunks[0], (centers.shape[0],)),
                         meta=np.empty((0, 0), dtype=dtype))
@@ -155,7 +164,8 @@ def score_dask(estimator, X, sample_weight=None) -> float:
                                [None] * X.numblocks[0] if w is None
                                else w.to_delayed().ravel(), strict=True)]
     parts = dask.compute(*parts)
-    functools.reduce(WeightStats.merge, [stats for _, stats in parts]).check(negative=True)
+    functools.reduce(WeightStats.merge, [stats for _, stats in parts]).check(
+        negative=True, dtype=X.dtype)
     return -float(sum(inertia for inertia, _ in parts))
 
 
@@ -165,4 +175,4 @@ def _inertia_block(xb, wb, centers):
 
 
 def _distances_block(xb, centers):
-    return euclidean_distances(np.asarray(xb), centers)
+    return distances(np.asarray(xb), centers)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.cluster import KMeans, kmeans_plusplus
+from sklearn.exceptions import ConvergenceWarning
 
 from skformer import ExactLloydTransformer, batch_k_means
 
@@ -116,7 +117,9 @@ def test_empty_clusters_keep_their_centre():
     rng = np.random.default_rng(0)
     X = [blobs(rng, 60, 2, 3), blobs(rng, 40, 2, 2)]
     starts = [np.r_[X[0][:2], [[1e3, 1e3]]], np.r_[X[1][:1], [[-1e3, 0.0]]]]
-    result = batch_k_means(X, [3, 2], init=starts)
+    with pytest.warns(ConvergenceWarning, match="in 2 of 2 problems: problem 0 "
+                                                r"\(2 < 3\), problem 1 \(1 < 2\)"):
+        result = batch_k_means(X, [3, 2], init=starts)  # as KMeans warns
     for i in range(2):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # fewer distinct clusters than n_clusters
@@ -293,6 +296,18 @@ ERRORS = [
                                                      np.ones((3, 10)))),
      r"at least one non-zero number \(problem 1\)"),
     (dict(X=X3, n_clusters=2, sample_weight=np.ones((3, 9))), r"sample_weight must have shape"),
+    # a list of weights for a 3-D X: each checked against its problem's length, never
+    # padded (a short one made real points weigh 0) nor cut
+    (dict(X=X3, n_clusters=2, lengths=[8, 10, 10], sample_weight=[np.ones(5)] + [np.ones(10)] * 2),
+     r"sample_weight\[0\] has 5 values, expected 8 \(lengths\[0\]\) or 10 \(the rows of X\) "
+     r"\(problem 0\)"),
+    (dict(X=X3, n_clusters=2, lengths=[8, 10, 10], sample_weight=[np.ones(8), np.ones(12),
+                                                                 np.ones(10)]),
+     r"sample_weight\[1\] has 12 values, expected 10 \(problem 1\)"),
+    (dict(X=X3, n_clusters=2, sample_weight=[np.ones(10)] * 2),
+     r"sample_weight must hold 3 arrays \(one per problem\), got 2"),
+    (dict(X=X3, n_clusters=2, sample_weight=[np.ones((10, 1))] * 3),
+     r"sample_weight\[0\] must be 1-D, got shape \(10, 1\) \(problem 0\)"),
     (dict(X=X3, n_clusters=2, random_state=[1, 2]), "an array of 3 ints"),
     (dict(X=X3, n_clusters=2, device="cuda:7" if not torch.cuda.is_available() else "bad"),
      "device="),
@@ -305,6 +320,22 @@ def test_errors(kwargs, match):
     X = kwargs.pop("X")
     with pytest.raises(ValueError, match=match):
         batch_k_means(X, **kwargs)
+
+
+def test_list_of_weights_for_a_3d_x_with_lengths():
+    """One weight per point (``lengths[i]``) or per row of X (padding included, as a
+    (b, n) array): the same result as the (b, n) array."""
+    rng = np.random.default_rng(0)
+    lengths = np.array([6, 10, 8])
+    w = [rng.uniform(0.5, 2.0, size=m) for m in lengths]
+    padded_w = np.zeros((3, 10))
+    for i, m in enumerate(lengths):
+        padded_w[i, :m] = w[i]
+    ref = batch_k_means(X3, 2, lengths=lengths, sample_weight=padded_w, random_state=0)
+    for weights in (w, list(padded_w), [w[0], padded_w[1], padded_w[2]]):
+        got = batch_k_means(X3, 2, lengths=lengths, sample_weight=weights, random_state=0)
+        for a, b in zip(got, ref, strict=True):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_explicit_init_with_n_init_warns_as_kmeans():

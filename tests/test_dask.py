@@ -7,6 +7,7 @@ return for dask input (lazy arrays), the schedulers, the joblib backend, errors.
 Everything runs on one LocalCluster of two worker processes, as a user's cluster would.
 """
 
+import warnings
 
 import numpy as np
 import pytest
@@ -171,3 +172,43 @@ def test_errors(client):
         ExactLloydTransformer(2).fit(X).predict(da.zeros((5, 2)))
     with pytest.raises(ValueError, match="The 'n_clusters' parameter"):
         ExactLloydTransformer(n_clusters=0).fit(X)
+
+
+def test_unknown_chunk_sizes_are_refused():
+    """An unknown width (NaN) reached int() deep in the fit; unknown rows too: both are
+    refused up front, with the fix."""
+    X = da.from_array(blobs(0, n=40), chunks=(10, 4))
+    fitted = ExactLloydTransformer(2, random_state=0).fit(X)
+    fix = r"call X.compute_chunk_sizes\(\) first, or convert a dask DataFrame with " \
+          r"\.to_dask_array\(lengths=True\)"
+    for unknown, what in [
+        (X.map_blocks(lambda b: b, chunks=((10,) * 4, (np.nan,))), "columns"),
+        (X.map_blocks(lambda b: b, chunks=((np.nan,) * 4, (4,))), "rows"),
+        (X.map_blocks(lambda b: b, chunks=((np.nan,) * 4, (np.nan,))), "rows and columns"),
+    ]:
+        message = f"X has an unknown number of {what} \\(chunk sizes NaN, shape=.*\\): {fix}"
+        with pytest.raises(ValueError, match=message):
+            ExactLloydTransformer(2).fit(unknown)
+        for method in (fitted.predict, fitted.transform, fitted.score):
+            with pytest.raises(ValueError, match=message):
+                method(unknown)
+    known = X.map_blocks(lambda b: b, chunks=((np.nan,) * 4, (np.nan,)))
+    known.compute_chunk_sizes()  # the fix the message names
+    np.testing.assert_array_equal(fitted.predict(known).compute(),
+                                  fitted.predict(X).compute())
+
+
+def test_weights_overflowing_float32_name_float32():
+    """Weights are cast to X's dtype (as KMeans casts them): a weight too large for
+    float32 is reported against float32, not float64."""
+    X = da.from_array(blobs(0, n=40, dtype=np.float32), chunks=(10, 4))
+    w = da.from_array(np.r_[1e39, np.ones(39)], chunks=10)
+    message = r"Input sample_weight contains infinity or a value too large for " \
+              r"dtype\('float32'\)\."
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the cast's own overflow warning
+        for Estimator in (ExactLloydTransformer, TransformerKMeans):
+            with pytest.raises(ValueError, match=message):
+                Estimator(2, device="cpu").fit(X, sample_weight=w)
+        with pytest.raises(ValueError, match=message):
+            ExactLloydTransformer(2).fit(X).score(X, sample_weight=w)

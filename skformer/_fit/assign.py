@@ -10,6 +10,7 @@ import threading
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 from sklearn.utils.extmath import row_norms
 
@@ -19,7 +20,9 @@ from .frame import UNIT_RANGE, ldexp_csr, power_of_two
 from .threads import one_blas_thread
 
 __all__ = [
+    "check_width",
     "csr_rows",
+    "distances",
     "labels_inertia",
     "sparse_nearest",
     "sparse_row_slices",
@@ -176,7 +179,7 @@ def _literal_labels(x: np.ndarray, c: np.ndarray) -> np.ndarray:
     out = np.empty(x.shape[0], dtype=np.int64)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
         for s in range(0, x.shape[0], rows):
-            diff = x[s : s + rows, None, :] - c[None]
+            diff, _ = _difference(x[s : s + rows, None, :], c[None])
             # The nearest candidate's largest difference, among the centres the row is
             # not equal to (its distance to those it equals is 0 at any scale).
             top = np.abs(diff).max(axis=2)
@@ -187,17 +190,32 @@ def _literal_labels(x: np.ndarray, c: np.ndarray) -> np.ndarray:
     return out
 
 
-def _squares(diff: np.ndarray, w: np.ndarray | None) -> float:
-    """``sum_i w_i |diff_i|^2`` of rows ``diff`` (m, d) (float64), summed in a frame
-    scaled by the power of two of the largest difference, so the squares neither
-    underflow nor overflow unless the total does."""
+def _difference(x: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(x - c) * 2**-shift`` (broadcast, float64) and ``shift``: 0, the plain
+    differences, unless one overflows (finite values near the largest float, of
+    opposite signs); then 1, the difference of the halves, which rounds as the
+    difference does (a power of two commutes with rounding) and never overflows."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        diff = x - c
+    if np.all(np.isfinite(diff)) or not (np.all(np.isfinite(x)) and np.all(np.isfinite(c))):
+        return diff, 0
+    with np.errstate(under="ignore"):
+        return np.ldexp(x, -1) - np.ldexp(c, -1), 1
+
+
+def _squares(x: np.ndarray, c: np.ndarray, w: np.ndarray | None) -> float:
+    """``sum_i w_i |x_i - c_i|^2`` of rows ``x`` and ``c`` (m, d) (float64), summed in a
+    frame scaled by the power of two of the largest difference, so neither the
+    differences nor the squares overflow or underflow unless the total does (then it is
+    inf: its true value exceeds float64's range)."""
+    diff, shift = _difference(x, c)
     power = power_of_two(float(np.max(np.abs(diff), initial=0.0)), UNIT_RANGE)
     scaled = np.ldexp(diff, -power) if power else diff
     sq = np.einsum("md,md->m", scaled, scaled)
     if w is not None:
         sq *= w
     with np.errstate(over="ignore"):
-        return float(np.ldexp(sq.sum(), 2 * power))
+        return float(np.ldexp(sq.sum(), 2 * (power + shift)))
 
 
 def _scale(c: np.ndarray) -> int:
@@ -255,7 +273,7 @@ def _settle(x: np.ndarray, centers: np.ndarray, labels: np.ndarray, certain: np.
         total = float(np.ldexp(total, 2 * power))
     if not exact.all():
         other = np.flatnonzero(~exact)
-        total += _squares(np.asarray(x[other], dtype=np.float64) - centers[labels[other]],
+        total += _squares(np.asarray(x[other], dtype=np.float64), centers[labels[other]],
                           None if w is None else w[other])
     return labels, total
 
@@ -275,6 +293,50 @@ def _compiled_chunk(kernels, x: np.ndarray, centers: np.ndarray, power: int,
         compiled.NO_WEIGHTS if w is None else w,
         (d + 8) * _ROUNDING, (d + 8) * _UNDERFLOW, labels, certain, exact)
     return _settle(x, centers, labels, certain, exact, total, power, w)
+
+
+def check_width(X, centers: np.ndarray) -> None:
+    """Raise a ValueError unless rows ``X`` (n, d) have as many features as ``centers``
+    (k, d): the kernels read ``d`` values of every centre for every row."""
+    if X.shape[1] != centers.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} features, but the fitted centres have "
+                         f"{centers.shape[1]} (cluster_centers_.shape = {centers.shape}).")
+
+
+def distances(X, centers: np.ndarray) -> np.ndarray:
+    """Euclidean distance of each row of ``X`` (n, d), dense or CSR, to each centre
+    (k, d): :func:`sklearn.metrics.pairwise.euclidean_distances` (``transform``'s
+    arithmetic, as KMeans'), except on the rows where its squared norms overflowed (data
+    beyond 1e154): those rows' distances come from their literal differences, scaled by
+    a power of two, so they are inf only where they exceed the dtype's range (never NaN).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> distances(np.array([[1e300], [0.0]]), np.array([[-1e300], [3.0]]))
+    array([[2.e+300, 1.e+300],
+           [1.e+300, 3.e+000]])
+    """
+    check_width(X, centers)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = euclidean_distances(X, centers)
+    bad = np.flatnonzero(~np.isfinite(out).all(axis=1))
+    c = np.asarray(centers, dtype=np.float64)
+    rows = max(1, _PRODUCTS // max(1, c.shape[0] * c.shape[1]))
+    for s in range(0, bad.size, rows):
+        part = bad[s : s + rows]
+        x = X[part]
+        x = np.asarray(x.toarray() if sp.issparse(x) else x, dtype=np.float64)
+        diff, shift = _difference(x[:, None, :], c[None])  # (rows, k, d)
+        # Each difference of a row and a centre scaled by the power of two of its
+        # largest entry, so its square neither overflows nor underflows.
+        top = np.abs(diff).max(axis=2)
+        power = np.frexp(np.where(top > 0, top, 1.0))[1]  # (rows, k)
+        with np.errstate(over="ignore", under="ignore"):
+            scaled = np.ldexp(diff, -power[..., None])
+            dist = np.sqrt(np.einsum("mkd,mkd->mk", scaled, scaled))
+            out[part] = np.ldexp(dist, power + shift).astype(out.dtype)
+    return out
 
 
 def labels_inertia(
@@ -319,6 +381,7 @@ def labels_inertia(
     >>> labels_inertia(np.array([[0.0], [3.0]]), np.array([[1.0], [4.0]]))
     (array([0, 1], dtype=int32), 2.0)
     """
+    check_width(X, centers)
     if sp.issparse(X):
         return _sparse_labels_inertia(X, centers, sample_weight)
     if X.shape[0] * centers.shape[0] * centers.shape[1] <= _LITERAL:
@@ -340,7 +403,7 @@ def _literal_labels_inertia(X, centers, sample_weight):
             with np.errstate(over="ignore"):
                 return labels, float(sq.sum() if w is None else sq @ w)
     labels = _literal_labels(x, centers)
-    return labels.astype(np.int32), _squares(x - centers[labels], w)
+    return labels.astype(np.int32), _squares(x, centers[labels], w)
 
 
 @one_blas_thread()
@@ -426,7 +489,7 @@ def _sparse_labels_inertia(X, centers, sample_weight):
             unsure = np.flatnonzero(~certain)
             dense = csr_rows(X, part)[unsure].toarray().astype(np.float64)
             lab[unsure] = _literal_labels(dense, centers)
-            literal += _squares(dense - centers[lab[unsure]], None if w is None else w[unsure])
+            literal += _squares(dense, centers[lab[unsure]], None if w is None else w[unsure])
             dist[unsure] = 0.0
         labels[part] = lab
         scaled += float(dist @ w) if w is not None else float(dist.sum())

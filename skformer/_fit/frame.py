@@ -10,6 +10,13 @@ of two rescales every float exactly (it changes no result), so squared distances
 overflow nor underflow whatever the data's units. (Without a mean, :meth:`Frame.of`
 takes the midpoint of the range.)
 
+Finite data near the largest float (float64 ``1.7e308``, float32 ``3.4e38``) have
+differences ``x - mean`` that overflow (their range can reach twice the largest float):
+their power of two is then the dtype's ``maxexp`` (1024, 128), and :meth:`Frame.apply`
+and :meth:`Frame.to_user` compute in halves (``x / 2 - mean / 2``, exact) so that no
+intermediate overflows; below that power every difference is finite and the arithmetic
+is the plain one (the same bits as before).
+
 :class:`ModelFrame` (learned steps): the fit frame mapped into the box the learned
 model was trained in, ``[0, 1]^d`` up to one global scale (the largest range), with
 zero features appended when a wider model is used.
@@ -87,6 +94,13 @@ class Frame:
         with np.errstate(over="ignore", invalid="ignore"):
             top = float(np.max(np.maximum(np.abs(hi - offset), np.abs(lo - offset)),
                                initial=0.0))
+        if np.isinf(top) and np.all(np.isfinite(offset)):
+            # The range overflows (finite data near the largest float): its half does not,
+            # and halving is exact, so the power is that of the half, plus one.
+            with np.errstate(under="ignore"):
+                half = float(np.max(np.maximum(np.abs(hi / 2 - offset / 2),
+                                               np.abs(lo / 2 - offset / 2)), initial=0.0))
+            return cls(np.asarray(offset), power_of_two(half) + 1)
         return cls.centred(offset, top, unit_within=unit_within)
 
     @classmethod
@@ -115,15 +129,34 @@ class Frame:
         d = self.offset.shape[-1]
         out = np.empty((*np.shape(x)[:-1], d + ones), dtype=self.offset.dtype)
         rows = out[..., :d]
-        np.subtract(x, self.offset, out=rows)
-        if self.power:
-            np.ldexp(rows, -self.power, out=rows)
+        if self.halves:
+            # x - offset may overflow: (x / 2 - offset / 2) rounds as x - offset does (a
+            # power of two commutes with rounding), and never overflows.
+            with np.errstate(under="ignore"):
+                np.ldexp(x, -1, out=rows)
+                np.subtract(rows, np.ldexp(self.offset, -1), out=rows)
+                np.ldexp(rows, 1 - self.power, out=rows)
+        else:
+            np.subtract(x, self.offset, out=rows)
+            if self.power:
+                np.ldexp(rows, -self.power, out=rows)
         if ones:
             out[..., d] = 1
         return out
 
+    @property
+    def halves(self) -> bool:
+        """Whether the frame's arithmetic runs in halves: its power is the dtype's
+        ``maxexp`` (the largest ``|x - offset|`` overflows), so ``x - offset`` and
+        ``c * 2**power`` may overflow where their halves do not."""
+        return self.power >= np.finfo(self.offset.dtype).maxexp
+
     def to_user(self, c: np.ndarray) -> np.ndarray:
-        """Centres (k, d) of this frame in the user's frame."""
+        """Centres (k, d) of this frame in the user's frame (finite: a centre lies within
+        the range of the data)."""
+        if self.halves:
+            with np.errstate(under="ignore"):
+                return np.ldexp(np.ldexp(c, self.power - 1) + np.ldexp(self.offset, -1), 1)
         return np.ldexp(c, self.power) + self.offset
 
     def squared_to_user(self, value: float) -> float:

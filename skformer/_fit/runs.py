@@ -175,6 +175,23 @@ def _rescaled_callable(init: Callable, power: int) -> Callable:
 DENSE_CONTEXT_CELLS = 2**27
 
 
+def _moments_partial(block) -> tuple[np.ndarray, np.ndarray]:
+    """A block's per-feature sums and sums of squares (float64, (d,) each)."""
+    if sp.issparse(block.x):
+        x = block.x.astype(np.float64)
+        return (np.asarray(x.sum(0)).ravel(), np.asarray(x.multiply(x).sum(0)).ravel())
+    x = block.x.double()
+    return x.sum(0).cpu().numpy(), x.square().sum(0).cpu().numpy()
+
+
+def _fit_frame_variance(source: Source) -> float:
+    """The mean over features of the (unweighted) variance of the source's rows in its
+    fit frame, by one pass."""
+    sums, squares = source.map_reduce(_moments_partial, sum_parts)
+    n = source.n_samples
+    return float(np.mean(np.maximum(squares / n - np.square(sums / n), 0.0)))
+
+
 class _Fit:
     """One fit's state: the source, its frame, tolerance, learned phase."""
 
@@ -183,16 +200,21 @@ class _Fit:
         summary = source.summary()
         if not summary.finite:
             raise ValueError("Input X contains NaN or infinity.")
-        summary.weights.check()
+        summary.weights.check(dtype=source.dtype)  # weights are cast to X's dtype
         if summary.weights.unit:
             source.drop_weights()
         self.frame = frame = summary.frame(unit_within=source.unit_within)
         source.set_frame(frame)
         self.dtype = torch.float32 if source.dtype == np.float32 else torch.float64
         with np.errstate(over="ignore", under="ignore"):
-            self.tol = 0.0 if spec.tol == 0 else float(
-                np.ldexp(summary.variance, 2 * (summary.variance_power - frame.power))
-                * spec.tol)
+            variance = float(np.ldexp(summary.variance,
+                                      2 * (summary.variance_power - frame.power)))
+        if spec.tol != 0 and not np.isfinite(variance):
+            # The summary's variance overflowed in the user's units (a sparse source's,
+            # of data beyond 1e154): a tolerance of inf would stop every run after one
+            # step. One pass in the fit frame, where the values lie in [-2, 2), gives it.
+            variance = _fit_frame_variance(source)
+        self.tol = 0.0 if spec.tol == 0 else variance * spec.tol
         self.phase: LearnedPhase | None = None
         self.skipped: str | None = None
         self.context: np.ndarray | None = None

@@ -104,14 +104,15 @@ class WeightStats(NamedTuple):
                            self.nan or other.nan, self.inf or other.inf,
                            self.nonzero or other.nonzero)
 
-    def check(self, *, negative: bool = False) -> None:
+    def check(self, *, negative: bool = False, dtype=np.float64) -> None:
         """Raise KMeans' errors for NaN, infinite, all-zero or (unless ``negative``, as
-        in ``score``) negative weights."""
+        in ``score``) negative weights; ``dtype``: the one the weights were cast to (a
+        weight too large for it became infinite there, and the message names it)."""
         if self.nan:
             raise ValueError("Input sample_weight contains NaN.")
         if self.inf:
             raise ValueError("Input sample_weight contains infinity or a value too large "
-                             "for dtype('float64').")
+                             f"for {np.dtype(dtype)!r}.")
         if self.low < 0 and not negative:
             raise ValueError("Negative values in data passed to `sample_weight`")
         if not self.nonzero:
@@ -188,35 +189,65 @@ def sum_parts(parts: Sequence):
 
 def _block_summary(x: np.ndarray, w: np.ndarray | None):
     """Per-block statistics: count, min, max, mean and sum of squared deviations (float64,
-    merged by Chan's formula), finiteness, weight minimum, whether all weights are 1."""
+    merged by Chan's formula) in units of ``2**power``, finiteness, the weights'
+    :class:`WeightStats`, and ``power``.
+
+    ``power`` is :func:`~skformer._fit.frame.power_of_two` of the block's largest
+    magnitude where it lies outside ``[2**-32, 2**32]`` (0 inside: the plain
+    arithmetic): the rows are scaled by ``2**-power`` first, so neither their sum
+    (data near the largest float) nor their squares (data beyond 1e154) overflow. A
+    power of two commutes with rounding, so the mean is the unscaled one's."""
     finite = bool(np.isfinite(x).all())
-    with np.errstate(over="ignore", invalid="ignore"):
+    lo, hi = x.min(0), x.max(0)
+    power = 0
+    if finite and x.size:
+        power = power_of_two(float(max(-np.min(lo), np.max(hi))), UNIT_RANGE)
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
         x64 = x.astype(np.float64, copy=False)
+        if power:
+            x64 = np.ldexp(x64, -power)
         mean = x64.mean(0) if x.shape[0] else np.zeros(x.shape[1])
         m2 = np.square(x64 - mean).sum(0)
-    return (x.shape[0], x.min(0), x.max(0), mean, m2, finite, WeightStats.of(w))
+    return (x.shape[0], lo, hi, mean, m2, finite, WeightStats.of(w), power)
 
 
 def _combine_summaries(parts):
-    n, lo, hi, mean, m2, finite, weights = parts[0]
+    """Merge block statistics (Chan's formula), in the units of the largest power."""
+    top = max(part[7] for part in parts)
+    n, lo, hi, mean, m2, finite, weights = _rescaled(parts[0], top)
     with np.errstate(over="ignore", invalid="ignore"):
-        for nb, lob, hib, meanb, m2b, finb, weightsb in parts[1:]:
+        for part in parts[1:]:
+            nb, lob, hib, meanb, m2b, finb, weightsb = _rescaled(part, top)
             total = n + nb
             delta = meanb - mean
             mean = mean + delta * (nb / total)
             m2 = m2 + m2b + np.square(delta) * (n * nb / total)
             n, lo, hi = total, np.minimum(lo, lob), np.maximum(hi, hib)
             finite, weights = finite and finb, weights.merge(weightsb)
-    return (n, lo, hi, mean, m2, finite, weights)
+    return (n, lo, hi, mean, m2, finite, weights, top)
+
+
+def _rescaled(part, power: int) -> tuple:
+    """Block statistics of power ``part[7]`` in units of ``2**power`` (>= it), less the
+    power (the plain statistics where the powers agree)."""
+    n, lo, hi, mean, m2, finite, weights, own = part
+    if own != power:
+        with np.errstate(under="ignore"):
+            mean, m2 = np.ldexp(mean, own - power), np.ldexp(m2, 2 * (own - power))
+    return n, lo, hi, mean, m2, finite, weights
 
 
 def _summary(stats, mean: np.ndarray | None = None) -> Summary:
-    n, lo, hi, mean64, m2, finite, weights = stats
+    """The :class:`Summary` of merged block statistics; ``mean``: the mean to translate by
+    (default, or where it is not finite: the blocks' float64 mean, rounded to the
+    dtype)."""
+    n, lo, hi, mean64, m2, finite, weights, power = stats
     with np.errstate(over="ignore", invalid="ignore"):
         variance = float(np.mean(m2 / n))
-        if mean is None:
-            mean = mean64.astype(lo.dtype)
-    return Summary(n, lo, hi, variance, mean, finite, weights)
+        if mean is None or not np.all(np.isfinite(mean)):
+            # within the data's range, so finite when they are
+            mean = np.ldexp(mean64, power).astype(lo.dtype)
+    return Summary(n, lo, hi, variance, mean, finite, weights, variance_power=power)
 
 
 def _array_summary(X: np.ndarray, w: np.ndarray | None, unit_within: float | None

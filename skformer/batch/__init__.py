@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+from sklearn.exceptions import ConvergenceWarning
 
 from .._fit.learned import auto_context
 from ..seeding import ProblemStreams, kmeans_plusplus, kmeans_plusplus_draws, random_rows
@@ -212,7 +213,8 @@ def batch_k_means(
     sample_weight : array-like of shape (b, n), or list of b arrays of shape (n_i,), \
             default=None
         Non-negative weights of the points (padded rows' are ignored). Not used by an
-        explicit ``init``.
+        explicit ``init``. A list for a 3-D ``X``: entry ``i`` holds ``lengths[i]``
+        weights, or one per row of ``X`` (padding included); other lengths are an error.
     lengths : array-like of b ints, default=None
         With a 3-D ``X``: problem ``i``'s points are its first ``lengths[i]`` rows; the
         other rows are padding (any values) and get label -1. None: all rows.
@@ -256,6 +258,12 @@ def batch_k_means(
     -------
     BatchKMeansResult
         ``(cluster_centers, labels, inertia, n_iter)``.
+
+    Warns
+    -----
+    ConvergenceWarning
+        Once per call, where problems end with fewer distinct clusters than their
+        ``n_clusters`` (as KMeans warns; e.g. duplicate points), naming the first ten.
 
     See Also
     --------
@@ -324,10 +332,39 @@ def batch_k_means(
         labels[where, : block.x.shape[1]] = best.labels
         inertia[where] = block.squared_to_user(best.inertia)
         n_iter[where] = best.n_iter
+    _warn_distinct(labels, problems.ks)
     centre_rows = torch.arange(k_max, device=dev) < torch.as_tensor(problems.ks, device=dev
                                                                    ).unsqueeze(-1)
     centres = centres.masked_fill(~centre_rows.unsqueeze(-1), float("nan"))
     return _result(problems, centres.to(problems.dtype), labels, inertia, n_iter)
+
+
+# Problems named at most in the warning for fewer distinct clusters than n_clusters.
+_NAMED = 10
+
+
+def _warn_distinct(labels: torch.Tensor, ks: np.ndarray) -> None:
+    """KMeans' ConvergenceWarning where a problem's labels (b, n_max) (-1 on padding)
+    name fewer distinct clusters than its ``n_clusters`` (b,): one warning per call,
+    naming the first :data:`_NAMED` such problems and counting the others."""
+    b, k_max = labels.shape[0], int(ks.max())
+    sizes = torch.zeros((b, k_max), dtype=torch.int64, device=labels.device)
+    sizes.scatter_add_(1, labels.clamp_min(0), (labels >= 0).long())  # padding adds 0
+    distinct = (sizes > 0).sum(1).cpu().numpy()
+    short = np.flatnonzero(distinct < ks)
+    if not short.size:
+        return
+    if short.size == 1:
+        i = short[0]
+        message = (f"Number of distinct clusters ({distinct[i]}) found smaller than "
+                   f"n_clusters ({ks[i]}) in problem {i}.")
+    else:
+        named = ", ".join(f"problem {i} ({distinct[i]} < {ks[i]})" for i in short[:_NAMED])
+        more = f", and {short.size - _NAMED} more" if short.size > _NAMED else ""
+        message = (f"Number of distinct clusters found smaller than n_clusters in "
+                   f"{short.size} of {b} problems: {named}{more}.")
+    warnings.warn(f"{message} Possibly due to duplicate points in X.", ConvergenceWarning,
+                  stacklevel=3)
 
 
 def _result(problems: Problems, centres, labels, inertia, n_iter) -> BatchKMeansResult:

@@ -18,10 +18,43 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
+from .._base import SUPPORTED_DEVICES, resolve_device
+
 __all__ = ["Block", "Problems", "as_problems"]
 
 # Values of one block of problems (its working copy): 2**22 float32 values are 16 MiB.
 _BLOCK_VALUES = 2**22
+# float64 rows whose largest magnitude exceeds this are summed scaled by a power of two
+# (their squares could overflow; below it the sums are the plain ones).
+_UNIT_RANGE = 2.0**32
+# A power of two this large means the rows' range overflows float64 (data near 1.7e308):
+# the frame's arithmetic then runs in halves.
+_MAXEXP = np.finfo(np.float64).maxexp
+# Largest exponent of one factor of :func:`ldexp` (2**1000 and 2**-1000 are normal floats).
+_STEP = 1000
+
+
+def ldexp(v: torch.Tensor, exponent) -> torch.Tensor:
+    """``v * 2**exponent`` (float64; ``exponent`` an int or int tensor broadcasting
+    with ``v``) for any exponent: :func:`torch.ldexp` multiplies by the float
+    ``2**exponent``, which is inf beyond 2**1023 and 0 below 2**-1074 (data near 1e308 or
+    1e-308 need such exponents, and ``0 * inf`` is NaN). Factors of at most ``2**1000``
+    keep each step exact; moving one way, only the last can round (a subnormal result).
+    Within ``[-1000, 1000]`` it is one :func:`torch.ldexp`.
+
+    Examples
+    --------
+    >>> import torch
+    >>> ldexp(torch.tensor([2.0**-1074, 0.0], dtype=torch.float64), 1100)
+    tensor([67108864.,        0.], dtype=torch.float64)
+    """
+    e = torch.as_tensor(exponent, device=v.device).double()
+    while True:
+        step = e.clamp(-_STEP, _STEP)
+        v = torch.ldexp(v, step)
+        e = e - step
+        if not bool((e != 0).any()):
+            return v
 
 
 @dataclass
@@ -52,17 +85,35 @@ class Block:
 
     def to_working(self, c: torch.Tensor) -> torch.Tensor:
         """Centres (p, k, d) of the user's frame in the working frame (``x``'s dtype)."""
-        out = c.to(torch.float64) - self.offset.unsqueeze(1)
-        return torch.ldexp(out, -self.power.view(-1, 1, 1).double()).to(self.x.dtype)
+        power = self.power.view(-1, 1, 1)
+        c, offset = c.to(torch.float64), self.offset.unsqueeze(1)
+        out = ldexp(c - offset, -power)
+        if bool(self._halves.any()):  # c - offset may overflow: its halves do not
+            halves = ldexp(ldexp(c, -1) - ldexp(offset, -1), 1 - power)
+            out = torch.where(self._halves.view(-1, 1, 1), halves, out)
+        return out.to(self.x.dtype)
 
     def to_user(self, c: torch.Tensor) -> torch.Tensor:
-        """Centres (p, k, d) of the working frame in the user's frame (float64)."""
-        out = torch.ldexp(c.double(), self.power.view(-1, 1, 1).double())
-        return out + self.offset.unsqueeze(1)
+        """Centres (p, k, d) of the working frame in the user's frame (float64; finite:
+        a centre lies within the range of its problem's rows)."""
+        power = self.power.view(-1, 1, 1)
+        c, offset = c.double(), self.offset.unsqueeze(1)
+        out = ldexp(c, power) + offset
+        if bool(self._halves.any()):  # c * 2**power may overflow where the sum does not
+            halves = ldexp(ldexp(c, power - 1) + ldexp(offset, -1), 1)
+            out = torch.where(self._halves.view(-1, 1, 1), halves, out)
+        return out
+
+    @property
+    def _halves(self) -> torch.Tensor:
+        """Which problems' frames run in halves (p,) bool: a power of float64's
+        ``maxexp``, where the range of the rows overflows."""
+        return self.power >= _MAXEXP
 
     def squared_to_user(self, v: torch.Tensor) -> torch.Tensor:
-        """Squared distances (p,) of the working frame in the user's units."""
-        return torch.ldexp(v.double(), 2 * self.power.double())
+        """Squared distances (p,) of the working frame in the user's units (inf only
+        where the value exceeds float64's range)."""
+        return ldexp(v.double(), 2 * self.power)
 
     @property
     def centre_mask(self) -> torch.Tensor | None:
@@ -116,17 +167,22 @@ class Problems:
             weight = _gather(self.weights, index, n)
             if mask is not None:
                 weight = weight.masked_fill_(~mask, 0.0)
-        offset, power, variance = _frame(x, lengths_t)
+        offset, power, variance, scaled = _frame(x, lengths_t)
         # (x - offset) / 2**power in one rounding: the scaling is exact.
-        scale = torch.ldexp(torch.ones_like(offset[:, 0]), -power.double())  # (p,)
-        if self.dtype == torch.float32 and bool((power.abs() > 120).any()):
-            x = ((x.double() - offset.unsqueeze(1)) * scale.view(-1, 1, 1)).float()
+        if self.dtype == torch.float64 and bool((power < -_STEP).any()):
+            # (rows near the smallest floats: 2**-power may exceed float64's range; two
+            # exact scalings, then the one rounding of the subtraction)
+            x = ldexp(x, -power.view(-1, 1, 1)) - ldexp(offset, -power.view(-1, 1)).unsqueeze(1)
         else:
-            shift = (offset * scale.unsqueeze(-1)).to(self.dtype).unsqueeze(1)
-            x = torch.addcmul(-shift, x, scale.to(self.dtype).view(-1, 1, 1), out=x)
+            scale = torch.ldexp(torch.ones_like(offset[:, 0]), -power.double())  # (p,)
+            if self.dtype == torch.float32 and bool((power.abs() > 120).any()):
+                x = ((x.double() - offset.unsqueeze(1)) * scale.view(-1, 1, 1)).float()
+            else:
+                shift = (offset * scale.unsqueeze(-1)).to(self.dtype).unsqueeze(1)
+                x = torch.addcmul(-shift, x, scale.to(self.dtype).view(-1, 1, 1), out=x)
         if mask is not None:
             x.masked_fill_(~mask.unsqueeze(-1), 0.0)
-        tol_abs = torch.ldexp(variance.mean(-1) * tol, -2 * power.double())
+        tol_abs = ldexp(variance.mean(-1) * tol, 2 * (scaled - power))
         return Block(index, x, mask, weight, lengths_t,
                      torch.as_tensor(self.ks[index], device=dev), offset, power, tol_abs)
 
@@ -145,26 +201,47 @@ def _gather(data: torch.Tensor | list, index: np.ndarray, n: int) -> torch.Tenso
 
 def _frame(x: torch.Tensor, lengths: torch.Tensor):
     """Each problem's mean (its dtype's rounding of the float64 mean, as float64), power
-    of two and per-feature variance (float64) of rows ``x`` (p, n, d) whose padded rows
-    are zeros. The sums add the rows in order (a scatter-add), so a problem's numbers do
-    not depend on its padding."""
+    of two, per-feature variance (float64, in units of ``2**(2 * scaled)``) and
+    ``scaled`` (p,) int64, of rows ``x`` (p, n, d) whose padded rows are zeros. The sums
+    add the rows in order (a scatter-add), so a problem's numbers do not depend on its
+    padding.
+
+    float64 rows of a problem whose largest magnitude exceeds ``2**32`` are summed scaled
+    by the power of two ``2**-scaled`` of it (0 otherwise, and for float32 rows, whose
+    float64 sums cannot overflow): neither their sum (data near 1.7e308) nor their
+    squares (beyond 1e154) overflow, and since a power of two commutes with rounding
+    the mean is the unscaled one's. Where the range of the rows overflows, the power is
+    float64's ``maxexp`` (the :class:`Block` then computes in halves)."""
     p, n, d = x.shape
     owner = torch.arange(p, device=x.device).repeat_interleave(n)
+    with torch.no_grad():
+        hi, lo = x.amax(1).double(), x.amin(1).double()  # (p, d)
+    scaled = torch.zeros(p, dtype=torch.long, device=x.device)
+    if x.dtype == torch.float64:
+        big = torch.maximum(hi.abs(), lo.abs()).amax(-1)
+        scaled = torch.where(big > _UNIT_RANGE, torch.frexp(big).exponent.long() - 1, scaled)
     rows = x.reshape(-1, d).double()
+    copy = x.dtype != torch.float64
+    if bool((scaled != 0).any()):
+        rows, copy = torch.ldexp(rows, -scaled.double()[owner].unsqueeze(-1)), True
     total = torch.zeros((p, d), dtype=torch.float64, device=x.device).index_add_(0, owner, rows)
-    # (``rows`` is a copy unless X is float64: square that copy in place)
-    sq = rows.square_() if x.dtype != torch.float64 else rows.square()
+    # (``rows`` is a copy unless X is float64 and unscaled: square that copy in place)
+    sq = rows.square_() if copy else rows.square()
     squares = torch.zeros_like(total).index_add_(0, owner, sq)
     count = lengths.double().unsqueeze(-1)
     mean = total / count
     variance = (squares / count - mean.square()).clamp_min(0.0)
+    if bool((scaled != 0).any()):
+        mean = torch.ldexp(mean, scaled.double().unsqueeze(-1))  # within the rows' range
     offset = mean.to(x.dtype).double()  # KMeans translates by the mean in X's dtype
-    with torch.no_grad():
-        top = torch.maximum((x.amax(1).double() - offset).abs(),
-                            (x.amin(1).double() - offset).abs()).amax(-1)  # (p,)
+    top = torch.maximum((hi - offset).abs(), (lo - offset).abs()).amax(-1)  # (p,)
     power = torch.where(top > 0, torch.frexp(top).exponent.long() - 1,
                         torch.zeros_like(top, dtype=torch.long))
-    return offset, power, variance
+    over = torch.isinf(top)
+    if bool(over.any()):  # the range overflows: its half does not (halving is exact)
+        half = torch.maximum((hi / 2 - offset / 2).abs(), (lo / 2 - offset / 2).abs()).amax(-1)
+        power = torch.where(over, torch.frexp(half).exponent.long(), power)
+    return offset, power, variance, scaled
 
 
 def _is_tensor(X) -> bool:
@@ -179,25 +256,27 @@ def _float_dtype(dtype) -> torch.dtype:
 
 
 def _resolve_device(device, X) -> torch.device:
+    """The device of the work: ``"auto"`` is a tensor's own (which must be a supported
+    one), or CUDA when present; else :func:`skformer._base.resolve_device`'s checks."""
     if isinstance(device, str) and device == "auto":
-        if _is_tensor(X):
-            return X.device
-        if isinstance(X, (list, tuple)) and X and _is_tensor(X[0]):
-            return X[0].device
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device={device!r} is not a valid torch device.") from exc
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device={device!r} was requested but CUDA is not available; "
-                         "use device='cpu' or device='auto'.")
-    return dev
+        first = X[0] if isinstance(X, (list, tuple)) and X else X
+        if not _is_tensor(first):
+            return resolve_device("auto")
+        if first.device.type not in SUPPORTED_DEVICES:
+            raise ValueError(
+                f"X is on device {str(first.device)!r}, which is not supported: skformer "
+                "runs on device types 'cpu' and 'cuda' (move X there, or pass device=).")
+        return first.device
+    return resolve_device(device)
 
 
 def _as_tensor(a, dtype: torch.dtype | None, device: torch.device, what: str) -> torch.Tensor:
     """``a`` (array-like or tensor) as a tensor on ``device`` (no copy where possible)."""
     if _is_tensor(a):
+        if a.is_meta:
+            raise ValueError(f"{what} is a tensor on device 'meta', which holds no values "
+                             "and is not supported: skformer runs on device types 'cpu' and "
+                             "'cuda'.")
         t = a.detach()
     else:
         arr = np.asarray(a)
@@ -389,9 +468,7 @@ def _weights(sample_weight, data, n_rows: np.ndarray, dev):
                                  f"{n_rows[i]} samples (problem {i}).")
     else:
         if isinstance(sample_weight, (list, tuple)):
-            sample_weight = np.stack([np.pad(np.asarray(w, dtype=np.float64),
-                                             (0, data.shape[1] - len(w)))
-                                      for w in sample_weight])
+            sample_weight = _stacked_weights(sample_weight, n_rows, data.shape[1])
         ws = _as_tensor(sample_weight, torch.float64, dev, "sample_weight")
         if tuple(ws.shape) != tuple(data.shape[:2]):
             raise ValueError(f"sample_weight must have shape {tuple(data.shape[:2])} (X's "
@@ -399,6 +476,31 @@ def _weights(sample_weight, data, n_rows: np.ndarray, dev):
     _check_weights(ws, n_rows)
     ones = _per_problem(ws, n_rows, lambda w, v: ((w == 1) | ~v).all(-1))
     return None if bool(ones.all()) else ws
+
+
+def _stacked_weights(sample_weight, n_rows: np.ndarray, n: int) -> np.ndarray:
+    """A list of per-problem weights for a 3-D X, as one (b, n) float64 array (zeros on
+    padding). Problem ``i``'s entry holds one weight per point (``n_rows[i]``, its
+    ``lengths`` entry) or per row of X (``n``, padding included, as a (b, n) array
+    does); any other length is an error, never padded or cut."""
+    b = len(n_rows)
+    if len(sample_weight) != b:
+        raise ValueError(f"sample_weight must hold {b} arrays (one per problem), got "
+                         f"{len(sample_weight)}.")
+    out = np.zeros((b, n), dtype=np.float64)
+    for i, w in enumerate(sample_weight):
+        w = np.asarray(w.cpu() if _is_tensor(w) else w)
+        if w.ndim != 1:
+            raise ValueError(f"sample_weight[{i}] must be 1-D, got shape {w.shape} "
+                             f"(problem {i}).")
+        m = int(n_rows[i])
+        if w.shape[0] not in (m, n):
+            expected = f"{m}" if m == n else f"{m} (lengths[{i}]) or {n} (the rows of X)"
+            raise ValueError(f"sample_weight[{i}] has {w.shape[0]} values, expected "
+                             f"{expected} (problem {i}).")
+        out[i, : w.shape[0]] = _as_tensor(w, torch.float64, torch.device("cpu"),
+                                          f"sample_weight[{i}]").numpy()
+    return out
 
 
 def warn_explicit_init(n_init: int) -> int:
