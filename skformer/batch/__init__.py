@@ -23,11 +23,11 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from .._fit.learned import auto_context
+from .._fit.learned import LearnedSetup, auto_context
 from ..seeding import ProblemStreams, kmeans_plusplus, kmeans_plusplus_draws, random_rows
 from ..store.selection import choose_model
 from ._inputs import Block, Problems, as_problems, warn_explicit_init
-from ._learned import LearnedModel, context_of, learned_steps
+from ._learned import context_of, learned_steps
 from ._lloyd import RunState, final_assignment, pick_best, run_lloyd, split_runs
 
 __all__ = ["BatchKMeansResult", "batch_k_means"]
@@ -127,7 +127,7 @@ def _seed(block: Block, init, streams: ProblemStreams) -> torch.Tensor:
     return out
 
 
-def _learned_model(problems: Problems, learned_starts: int, init) -> LearnedModel | None:
+def _learned_model(problems: Problems, learned_starts: int, init) -> LearnedSetup | None:
     """The learned model of the call, or None (with a warning saying why)."""
     ks = np.unique(problems.ks)
     if len(ks) > 1:
@@ -141,7 +141,7 @@ def _learned_model(problems: Problems, learned_starts: int, init) -> LearnedMode
                       f"{choice.skipped}; the result is Lloyd's algorithm's.", UserWarning,
                       stacklevel=3)
         return None
-    return LearnedModel(choice.model, choice.padding, auto_context(int(ks[0])),
+    return LearnedSetup(choice.model, choice.padding, auto_context(int(ks[0])),
                         choice.project)
 
 
@@ -154,7 +154,7 @@ def _lloyd_runs(block: Block, problem: torch.Tensor, starts: torch.Tensor,
 
 
 def _with_learned_runs(block: Block, state: RunState, starts: torch.Tensor,
-                       setup: LearnedModel, streams: ProblemStreams, *, n_init: int,
+                       setup: LearnedSetup, streams: ProblemStreams, *, n_init: int,
                        learned_starts: int, max_iter: int, tol: float) -> RunState:
     """Each run of ``state`` (from ``starts``) against its learned runs: the first from
     the same start, the others from further k-means++ centres; per run, the best

@@ -20,31 +20,17 @@ from dataclasses import dataclass
 
 import torch
 
-from .._fit.learned import DEFAULT_CONTEXT, PATIENCE
+from .._fit.learned import PATIENCE, LearnedSetup
 from ..nn.inference import LearnedStepper
 from ..nn.kernel import exact_step
-from ..nn.learned import LearnedKMeansModel
 from ..nn.projection import Subspace, lift, principal_subspace
 from ..nn.streaming import prepare_points
 from ._inputs import Block
 
-__all__ = ["Context", "LearnedModel", "context_of", "learned_steps"]
+__all__ = ["Context", "context_of", "learned_steps"]
 
 # Runs per call of the model: a (runs, rows, width) block of tokens stays about this big.
 _TOKENS = 2**22
-
-
-@dataclass
-class LearnedModel:
-    """The model of a shape and how the data meet it."""
-
-    model: LearnedKMeansModel
-    padding: int = 0
-    """Zero features appended to reach the model's width."""
-    max_context: int | None = DEFAULT_CONTEXT
-    project: int | None = None
-    """Principal directions of each problem's context the steps run in (the model's
-    width); None for the data's own features."""
 
 
 @dataclass
@@ -92,7 +78,7 @@ class Context:
         return out.to(dtype)
 
 
-def context_of(block: Block, setup: LearnedModel, uniforms: torch.Tensor | None) -> Context:
+def context_of(block: Block, setup: LearnedSetup, uniforms: torch.Tensor | None) -> Context:
     """The block's context rows (all rows, or ``max_context`` of them drawn per problem
     with ``uniforms`` (p, n), one per row) in the model's frame."""
     x, mask = block.x, block.mask
@@ -130,7 +116,7 @@ def _objective(z: torch.Tensor, c: torch.Tensor, weight: torch.Tensor) -> torch.
 
 
 @torch.no_grad()
-def learned_steps(setup: LearnedModel, context: Context, c: torch.Tensor,
+def learned_steps(setup: LearnedSetup, context: Context, c: torch.Tensor,
                   problem: torch.Tensor, *, max_iter: int, tol: torch.Tensor,
                   rel_tol: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Learned steps of every run from working-frame centres ``c`` (e, k, d).
