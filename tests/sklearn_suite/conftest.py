@@ -78,6 +78,7 @@ _LEARNED_RUN = (
 )
 
 BOTH = ("exact", "transformer", "learned")  # every estimator of the suite
+FAST = ("exact", "transformer")  # the estimators that run KMeans' Lloyd run only
 
 DESELECTED_REASON = ("the MiniBatchKMeans cases of scikit-learn's KMeans suite "
                      "(tests/sklearn_suite): skformer does not reimplement MiniBatchKMeans")
@@ -93,7 +94,9 @@ DEVIATIONS = (
     ("*",                                   BOTH, {"algo": "elkan"},           _ELKAN),
     ("*",                                   BOTH, {"algorithm": "elkan"},      _ELKAN),
     ("test_kmeans_relocated_clusters",      BOTH, {"algo": "lloyd"},           _EMPTY_CLUSTER),
-    ("test_kmeans_empty_cluster_relocated", BOTH, None,                        _EMPTY_CLUSTER),
+    # In the learned mode the generic model's soft steps give the empty centre points
+    # (its learned run is kept): the test passes there, as KMeans' relocation does.
+    ("test_kmeans_empty_cluster_relocated", FAST, None,                        _EMPTY_CLUSTER),
     ("test_kmeans_verbose",                 BOTH, {"algorithm": "lloyd"},      _VERBOSE),
     ("test_k_means_1_iteration",       ("learned",), {"algo": "lloyd"},        _LEARNED_RUN),
 )  # fmt: skip
