@@ -4,8 +4,10 @@ The benchmarks and the paper's probes live in the package ``benchmarks`` beside
 ``skformer/`` in the source repository, as scikit-learn keeps ``benchmarks/`` beside
 ``sklearn/``; ``pip install .`` does not install it. :func:`_import_benchmarks` finds it
 from a source checkout (an editable install included, from any current directory) and,
-where there is none (a wheel), says how to get it. The probe registry is read only when
-``skformer probe`` is parsed, so the other commands never import ``benchmarks``.
+where there is none (a wheel), says how to get it on one line and exits with status 3
+(:data:`NO_CHECKOUT_STATUS`); ``skformer --help`` and ``skformer bench --help`` say so.
+The probe registry is read only when ``skformer probe`` is parsed, so the other commands
+never import ``benchmarks``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["add_bench", "add_probe"]
+__all__ = ["CHECKOUT", "NO_CHECKOUT_STATUS", "add_bench", "add_probe"]
 
 
 # Benchmarks: name -> (module with a ``main(argv) -> int``, one-line help). The modules live
@@ -67,12 +69,18 @@ _BENCHMARKS = {
     ),
 }
 
+NO_CHECKOUT_STATUS = 3
+"""Exit status of ``bench`` and ``probe`` where ``benchmarks`` is not importable (an
+installed wheel); distinct from argparse's 2 for invalid arguments."""
+
+CHECKOUT = ("a source checkout of skformer (the folder benchmarks/ beside skformer/, which "
+            "`pip install .` does not install)")
+
 _NO_BENCHMARKS = (
-    "skformer {command}: the benchmarks and probes are not part of the installed skformer "
-    "package; they live in the folder benchmarks/ of skformer's source repository, beside "
-    "skformer/. To run them, clone the repository, install it from its root with "
-    "`pip install -e .`, then run `skformer {command} ...` (or, from the repository root, "
-    "`python -m skformer {command} ...`)."
+    "skformer {command}: not available in this installation (exit status {status}): the "
+    "benchmarks and probes live in the folder benchmarks/ of skformer's source repository, "
+    "beside skformer/, which `pip install .` does not install; clone the repository and run "
+    "`pip install -e .` in it, then `skformer {command} ...`."
 )
 
 
@@ -82,8 +90,8 @@ def _import_benchmarks(module: str, command: str):
     The package is taken from, in order: ``sys.modules`` if already imported; the folder
     ``benchmarks/`` beside this package's folder (a source checkout or an editable install,
     whatever the current directory), whose parent is put first on ``sys.path``; ``sys.path``
-    as it is. Where none holds it (an installed wheel), print how to get it and exit with
-    status 2.
+    as it is. Where none holds it (an installed wheel), print how to get it, on one line,
+    and exit with :data:`NO_CHECKOUT_STATUS`.
     """
     import importlib
     from pathlib import Path
@@ -97,8 +105,9 @@ def _import_benchmarks(module: str, command: str):
     except ModuleNotFoundError as exc:
         if exc.name is None or not (module == exc.name or module.startswith(exc.name + ".")):
             raise  # a module the benchmark itself imports is missing
-        print(_NO_BENCHMARKS.format(command=command), file=sys.stderr)
-        raise SystemExit(2) from None
+        print(_NO_BENCHMARKS.format(command=command, status=NO_CHECKOUT_STATUS),
+              file=sys.stderr)
+        raise SystemExit(NO_CHECKOUT_STATUS) from None
 
 
 def _run_module(args: argparse.Namespace) -> int:
@@ -118,16 +127,20 @@ def _add_dispatcher(subparsers, command: str, registry, what: str, help: str) ->
 
     def complete(p: argparse.ArgumentParser) -> None:
         entries = registry() if callable(registry) else registry
-        p.description = f"Run {help.removeprefix('run ')}. " + " ".join(
-            f"'{name}': {text}." for name, (_, text) in entries.items()
+        p.description = (
+            f"Run {help.removeprefix('run ')}. " + " ".join(
+                f"'{name}': {text}." for name, (_, text) in entries.items())
+            + f" skformer {command} needs {CHECKOUT}; without it, 'skformer {command} "
+            f"NAME' (--help included) says so and exits with status {NO_CHECKOUT_STATUS}."
         )
         p.add_argument("name", metavar=what.upper(), choices=list(entries))
         p.add_argument("options", nargs=argparse.REMAINDER, help=f"options of the {what}")
         p.set_defaults(func=_run_module, registry=entries)
 
     subparsers.add_parser(
-        command, help=f"{help} (skformer {command} NAME --help for its options)",
-        complete=complete,
+        command, complete=complete,
+        help=f"{help} (skformer {command} NAME --help for its options; needs a source "
+             "checkout)",
     )
 
 

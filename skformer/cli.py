@@ -20,7 +20,9 @@ probe
 
 ``bench`` and ``probe`` run modules of the ``benchmarks`` package, which lives beside
 ``skformer/`` in the source repository and is not installed; they find it from a source
-checkout and say how to get it otherwise (:mod:`skformer._cli_bench`).
+checkout and otherwise say how to get it and exit with status 3 (:mod:`skformer._cli_bench`).
+``cluster`` reads and writes its files through :mod:`skformer._cli_io` (the input read
+once: pipes, ``-``, gzip) and parses them in :mod:`skformer._cli_table`.
 
 The parser is built from one sub-parser per command, so that later commands
 (``cluster``, ``pretrain``, ``bench``, ``probe``) plug in by adding a ``_add_<name>``
@@ -36,7 +38,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from skformer._cli_bench import add_bench, add_probe
+from skformer._cli_bench import CHECKOUT, NO_CHECKOUT_STATUS, add_bench, add_probe
 from skformer._version import __version__
 
 DATASETS = ("iris", "wine", "breast_cancer", "digits", "blobs")
@@ -232,45 +234,24 @@ def _add_demo(subparsers) -> None:
     p.set_defaults(func=_run_demo)
 
 
-def _write_column(values, path: str | None) -> None:
-    """Write one value per line to ``path`` (``.npy`` or text) or to stdout."""
-    import numpy as np
-
-    if path is None:
-        np.savetxt(sys.stdout, values, fmt="%d" if values.dtype.kind == "i" else "%.17g")
-    elif path.endswith(".npy"):
-        np.save(path, values)
-    else:
-        np.savetxt(path, values, fmt="%d" if values.dtype.kind == "i" else "%.17g",
-                   delimiter=",")
-
-
-def _write_table(values, path: str) -> None:
-    """Write a 2-D array to ``path``, ``.npy`` or CSV."""
-    import numpy as np
-
-    if path.endswith(".npy"):
-        np.save(path, values)
-    else:
-        np.savetxt(path, values, delimiter=",", fmt="%.17g")
-
-
 def _run_cluster(args: argparse.Namespace) -> int:
     """Cluster the rows of a file; labels to stdout (or --out), a summary to stderr."""
-    from skformer._cli_table import TableError, check_writable, read_table
+    from skformer._cli_io import check_outputs, write_centres, write_labels
+    from skformer._cli_table import TableError, read_table
 
     def error(message: str) -> int:
         print(f"skformer cluster: error: {message}", file=sys.stderr)
         return 2
 
-    for path in (args.out, args.centers):  # before a fit that may take long
-        if (problem := check_writable(path)) is not None:
-            return error(problem)
+    # Before reading the input (a pipe can be read once) and before a fit that may be long.
+    problem = check_outputs(args.file, {"-o": args.out, "--centers": args.centers})
+    if problem is not None:
+        return error(problem)
     try:
         X = read_table(args.file, args.delimiter, args.header)
     except TableError as exc:
         return error(str(exc))
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         return error(f"cannot read {args.file}: {exc}")
 
     from skformer import TransformerKMeans
@@ -296,9 +277,9 @@ def _run_cluster(args: argparse.Namespace) -> int:
     if scaler is not None:  # in the input's units, as the user reads them
         centres = scaler.inverse_transform(centres)
     try:
-        _write_column(labels, args.out)
+        write_labels(labels, args.out)
         if args.centers is not None:
-            _write_table(centres, args.centers)
+            write_centres(centres, args.centers)
     except OSError as exc:
         return error(f"cannot write {exc.filename or args.out or 'stdout'}: "
                      f"{exc.strerror or exc}")
@@ -323,19 +304,30 @@ def _add_cluster(subparsers) -> None:
             "Read a 2-D numeric table (CSV or other delimited text, or a .npy array), fit "
             "skformer.TransformerKMeans, and write the cluster label of each row, one per "
             "line and in the input's order, to stdout or --out. A summary goes to stderr. "
+            "The input is read once, into memory: a file, '-' (standard input), a pipe or "
+            "a process substitution such as <(zcat data.csv.gz); gzip data is decompressed "
+            "(known by its first bytes, whatever the name); text is UTF-8, with or without "
+            "a byte-order mark. "
             "Every data line is a row: blank lines and lines starting with '#' are skipped, "
             "and a first line is a header only with --header, or when it holds a field "
             "that is neither a number nor a missing-value marker (NA, nan, ...) and every "
-            "later line is numbers. Errors name the file's line and column."
+            "later line is numbers. Numbers are read as numpy.loadtxt reads them (1.5, "
+            "-2e3): digit separators (1_000, 1,000) are not numbers, and nan, inf and "
+            "missing values are errors. Errors name the input's line and column. An output "
+            "that is the input or another output is refused before the input is read. "
+            "Errors exit with status 2."
         ),
     )
-    p.add_argument("file", help="input: .npy, or delimited text (CSV by default)")
+    p.add_argument("file", help="input: a path (.npy, or delimited text: CSV by default; "
+                                "gzip-compressed or not) or '-' for standard input")
     p.add_argument("-k", "--n-clusters", type=_positive_int, default=8, metavar="K",
                    help="number of clusters (default: %(default)s)")
     p.add_argument("-o", "--out", default=None, metavar="FILE",
                    help="labels file, .npy or text (default: stdout)")
     p.add_argument("--centers", default=None, metavar="FILE",
-                   help="also write the cluster centres (.npy or CSV), in the input's units")
+                   help="also write the cluster centres (.npy or CSV), in the input's "
+                        "units; CSV values are the shortest decimals that read back as "
+                        "the same floating-point numbers (0.1, not 0.10000000000000001)")
     p.add_argument("--delimiter", default=",",
                    help="text delimiter (default: ','); ' ' splits on any run of spaces "
                         "or tabs, '\\t' is a tab")
@@ -362,8 +354,40 @@ def _add_cluster(subparsers) -> None:
     p.set_defaults(func=_run_cluster)
 
 
-def _pretrain_one(d: int, k: int, options: dict, out: str | None, many: bool) -> tuple:
-    """Pretrain one shape (a joblib task); return ``(path, val_relative, seconds)``."""
+# Exit status of pretrain when another run replaced a model this one saved.
+_REPLACED = 1
+
+
+class _Pretrained(NamedTuple):
+    """What one pretraining run wrote, for its report."""
+
+    path: object
+    """The file written (a :class:`pathlib.Path`)."""
+    digest: str
+    """:func:`_weights_digest` of this run's model."""
+    metadata: dict | None
+    """This run's metadata as read back after saving; None where another run had
+    already replaced the file then."""
+    seconds: float
+
+
+def _weights_digest(model) -> str:
+    """SHA-256 of a model's tensors (sorted by name): the same weights, the same digest,
+    whatever the metadata (``created`` differs between two runs of one model)."""
+    import hashlib
+
+    import torch
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        digest.update(name.encode("utf-8"))
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8)
+                      .numpy().tobytes())
+    return digest.hexdigest()
+
+
+def _pretrain_one(d: int, k: int, options: dict, out: str | None, many: bool) -> _Pretrained:
+    """Pretrain one shape (a joblib task) and read back what it wrote."""
     from pathlib import Path
 
     from skformer.store import cache_dir, model_filename, pretrain, read_model
@@ -376,17 +400,58 @@ def _pretrain_one(d: int, k: int, options: dict, out: str | None, many: bool) ->
         if many or path.is_dir():
             path = path / name
     start = time.perf_counter()
-    pretrain(d, k, path=path, **options)
+    model = pretrain(d, k, path=path, **options)
     seconds = time.perf_counter() - start
-    meta = read_model(path).metadata
-    return path, meta["val_relative"], (meta.get("training") or {}).get("val_multistep"), seconds
+    # Another run of this shape may have saved its model over this one since (the save
+    # is atomic: the file is one run's or the other's, whole): only this run's weights
+    # vouch for the statistics read back.
+    digest = _weights_digest(model)
+    stored = read_model(path)
+    mine = stored.metadata if _weights_digest(stored.model) == digest else None
+    return _Pretrained(path, digest, mine, seconds)
+
+
+def _statistics(metadata: dict) -> str:
+    """The validation figures of a model's metadata, as the report prints them."""
+    line = f"relative validation loss {metadata['val_relative']:.4f} (1.0 = one Lloyd step)"
+    multistep = (metadata.get("training") or {}).get("val_multistep")
+    if multistep is not None:
+        line += f", after 10 steps {multistep:.4f} of Lloyd's cost"
+    return line
+
+
+def _report(shape: tuple[int, int], result: _Pretrained) -> bool:
+    """Print where the model of ``shape`` is and its figures; False where the file no
+    longer holds this run's model (another run replaced it: say which one is kept)."""
+    from skformer.store import ModelStoreError, read_model
+
+    d, k = shape
+    print(f"d={d} k={k}: {result.path}")
+    # Read again when reporting, not only after saving: a run that started later may
+    # have finished since (the other shapes of a grid take time).
+    try:
+        now = read_model(result.path)
+    except FileNotFoundError:
+        kept = "none: the file was removed"
+    except (ModelStoreError, OSError) as exc:
+        kept = f"none readable ({exc})"
+    else:
+        if _weights_digest(now.model) == result.digest:  # this run's model (or its twin)
+            print(f"  {_statistics(now.metadata)}, {result.seconds:.1f} s")
+            return True
+        kept = (f"the other run's model ({_statistics(now.metadata)}; created "
+                f"{now.metadata.get('created', '?')})")
+    mine = "figures unknown" if result.metadata is None else _statistics(result.metadata)
+    print(f"  another run replaced this model at {result.path}; kept: {kept}. This run's "
+          f"model ({mine}, {result.seconds:.1f} s) is not on disk.")
+    return False
 
 
 def _run_pretrain(args: argparse.Namespace) -> int:
     """Pretrain every (d, k) of the grid and report where each model went."""
     from joblib import Parallel, delayed
 
-    shapes = [(d, k) for d in args.d for k in args.k]
+    shapes = list(dict.fromkeys((d, k) for d in args.d for k in args.k))  # each once
     options = dict(embedding=args.embedding, loss=args.loss, preset=args.preset,
                    seed=args.seed, progress=args.progress)
     if args.steps is not None:
@@ -399,13 +464,8 @@ def _run_pretrain(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:  # an invalid configuration, an unwritable folder
         print(f"skformer pretrain: error: {exc}", file=sys.stderr)
         return 2
-    for (d, k), (path, val_relative, multistep, seconds) in zip(shapes, results, strict=True):
-        print(f"d={d} k={k}: {path}")
-        line = f"  relative validation loss {val_relative:.4f} (1.0 = one Lloyd step)"
-        if multistep is not None:
-            line += f", after 10 steps {multistep:.4f} of Lloyd's cost"
-        print(f"{line}, {seconds:.1f} s")
-    return 0
+    kept = [_report(shape, result) for shape, result in zip(shapes, results, strict=True)]
+    return 0 if all(kept) else _REPLACED
 
 
 def _add_pretrain(subparsers) -> None:
@@ -417,7 +477,9 @@ def _add_pretrain(subparsers) -> None:
             "and save it (default: the user cache, where TransformerKMeans finds it). "
             "Prints each file, its relative validation loss (paper eq. 20; below 1.0 beats "
             "one Lloyd step), for the multistep preset its cost after 10 re-embedded steps "
-            "relative to 10 Lloyd steps, and the time taken."
+            "relative to 10 Lloyd steps, and the time taken. The file is read back when "
+            "reporting: where another run (of the same shape, at the same time) replaced "
+            "it, the report says which model is kept and the exit status is 1."
         ),
     )
     p.add_argument("--d", type=_positive_int, nargs="+", required=True, metavar="D",
@@ -481,6 +543,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="skformer",
         description="skformer: k-means clustering run by a transformer.",
+        epilog=(
+            f"bench and probe need {CHECKOUT}; the other commands work from any "
+            "installation. Exit status: 0 success; 1 pretrain: another run replaced a "
+            "model this one saved; 2 invalid arguments, input or options, or a failed "
+            f"command; {NO_CHECKOUT_STATUS} bench or probe without a source checkout."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -500,8 +568,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     status : int
-        ``0`` on success. Invalid arguments exit through :class:`SystemExit` with status 2,
-        as :mod:`argparse` does.
+        ``0`` on success; ``1`` where ``pretrain`` saved a model that another run then
+        replaced; ``2`` for an invalid input or a failed command. Invalid arguments exit
+        through :class:`SystemExit` with status 2, as :mod:`argparse` does; ``bench`` and
+        ``probe`` without a source checkout with status 3
+        (:data:`skformer._cli_bench.NO_CHECKOUT_STATUS`).
     """
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))

@@ -108,7 +108,7 @@ def test_cluster_npy_to_files(blobs_files, tmp_path):
     [
         ("1,2\n3,x\n", 1, "line 2, column 2: cannot convert 'x' to a number"),
         ("1,2\n3,4\n", 3, "n_samples=2 should be >= n_clusters=3."),
-        ("1,2\nnan,4\n", 1, "Input X contains NaN"),
+        ("1,2\nnan,4\n", 1, "line 2, column 1: 'nan' is a missing value"),
     ],
 )
 def test_cluster_errors_exit_2(tmp_path, capsys, content, k, message):
@@ -191,9 +191,138 @@ def test_without_benchmarks_the_other_commands_work_and_bench_says_why(tmp_path)
         assert run["code"] == 0 and not run["benchmarks"], run
     assert "KMeans(lloyd)" in runs[2]["out"]
     for run in runs[3:]:
-        assert run["code"] == 2, run
+        assert run["code"] == 3, run  # NO_CHECKOUT_STATUS, not argparse's 2
+        assert len(run["err"].splitlines()) == 1, run
         assert "live in the folder benchmarks/ of skformer's source repository" in run["err"]
         assert "pip install -e ." in run["err"]
+
+
+def test_installed_without_checkout_help_says_which_commands_need_it(tmp_path):
+    # `pip install .` puts the package alone in site-packages: run `python -m skformer` as
+    # a user would, from a folder and a PYTHONPATH where `benchmarks` cannot be imported.
+    site = tmp_path / "site-packages"
+    shutil.copytree(PACKAGE, site / "skformer", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(site)}
+
+    def skformer_(*argv):
+        return subprocess.run([sys.executable, "-m", "skformer", *argv], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=300)
+
+    where = subprocess.run([sys.executable, "-c", "import skformer; print(skformer.__file__)"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert where.stdout.startswith(str(site)), where  # the copy, not the checkout
+    top = skformer_("--help")
+    assert top.returncode == 0
+    assert "bench and probe need a source checkout" in " ".join(top.stdout.split())
+    assert "3 bench or probe without a source checkout" in " ".join(top.stdout.split())
+    bench = skformer_("bench", "--help")
+    assert bench.returncode == 0
+    assert "skformer bench needs a source checkout" in " ".join(bench.stdout.split())
+    for argv in (["probe", "--help"], ["bench", "kmeans", "--help"], ["bench", "batch", "--help"],
+                 ["bench", "device", "--help"], ["bench", "equal-time", "--help"]):
+        run = skformer_(*argv)
+        assert run.returncode == 3, (argv, run)
+        (line,) = run.stderr.splitlines()  # one line, no traceback
+        assert line.startswith(f"skformer {argv[0]}: not available in this installation")
+        assert "pip install -e ." in line and run.stdout == ""
+
+
+# ----------------------------------------------------- pretrain: a race on one file
+
+
+def _fake_pretrain(saved: list):
+    """A stand-in for skformer.store.pretrain that saves an exact-construction model
+    (val_relative 0.97) at once; each call appends ``path`` to ``saved``."""
+    from skformer.nn.learned import LearnedKMeansModel
+    from skformer.store import save_model
+
+    def pretrain(d, k, *, path, **options):
+        model = LearnedKMeansModel.from_exact(d, k).eval()
+        save_model(path, model, val_relative=0.97)
+        saved.append(path)
+        return model
+
+    return pretrain
+
+
+def _other_run(path) -> None:
+    """Another run's model of the same shape, saved over ``path``."""
+    from skformer.nn.learned import LearnedKMeansModel
+    from skformer.store import save_model
+
+    save_model(path, LearnedKMeansModel.from_exact(2, 3, scale=2.0).eval(), val_relative=0.5)
+
+
+PRETRAIN = ["pretrain", "--d", "2", "--k", "3", "--no-progress"]
+
+
+def test_pretrain_reports_its_own_model(tmp_path, capsys, monkeypatch):
+    import skformer.cli
+    import skformer.store
+
+    saved = []
+    monkeypatch.setattr(skformer.store, "pretrain", _fake_pretrain(saved))
+    out = tmp_path / "m.safetensors"
+    assert main([*PRETRAIN, "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert f"d=2 k=3: {out}" in text and "relative validation loss 0.9700" in text
+    assert "another run" not in text
+    # The same weights written again by a twin run (other metadata): still this model.
+    monkeypatch.setattr(skformer.cli, "_pretrain_one", _then(skformer.cli._pretrain_one,
+                                                             _fake_pretrain([])))
+    assert main([*PRETRAIN, "--out", str(out)]) == 0
+    assert "another run" not in capsys.readouterr().out
+
+
+def _then(pretrain_one, after):
+    """``pretrain_one``, then ``after(2, 3, path=...)`` (another run's save)."""
+
+    def wrapped(d, k, options, out, many):
+        result = pretrain_one(d, k, options, out, many)
+        after(d, k, path=result.path)
+        return result
+
+    return wrapped
+
+
+def test_pretrain_replaced_after_saving_says_which_model_is_kept(tmp_path, capsys,
+                                                                 monkeypatch):
+    # The other run saves between this run's save and its reading back.
+    import skformer.store
+
+    mine = _fake_pretrain([])
+
+    def raced(d, k, *, path, **options):
+        model = mine(d, k, path=path)
+        _other_run(path)
+        return model
+
+    monkeypatch.setattr(skformer.store, "pretrain", raced)
+    out = tmp_path / "m.safetensors"
+    assert main([*PRETRAIN, "--out", str(out)]) == 1
+    text = " ".join(capsys.readouterr().out.split())
+    assert (f"another run replaced this model at {out}; kept: the other run's model "
+            "(relative validation loss 0.5000") in text
+    assert "This run's model (figures unknown" in text and "0.9700" not in text
+
+
+def test_pretrain_replaced_before_reporting_says_which_model_is_kept(tmp_path, capsys,
+                                                                     monkeypatch):
+    # The other run saves after this run read its file back, before the report.
+    import skformer.cli
+    import skformer.store
+
+    monkeypatch.setattr(skformer.store, "pretrain", _fake_pretrain([]))
+    monkeypatch.setattr(skformer.cli, "_pretrain_one",
+                        _then(skformer.cli._pretrain_one,
+                              lambda d, k, path: _other_run(path)))
+    out = tmp_path / "m.safetensors"
+    assert main([*PRETRAIN, "--out", str(out)]) == 1
+    text = " ".join(capsys.readouterr().out.split())
+    assert (f"another run replaced this model at {out}; kept: the other run's model "
+            "(relative validation loss 0.5000") in text
+    assert "This run's model (relative validation loss 0.9700" in text
+    assert "is not on disk" in text
 
 
 # ----------------------------------------------------- reading the input of cluster
@@ -312,12 +441,14 @@ def test_cluster_unwritable_output_one_line_before_fitting(tmp_path, capsys, mon
 
 
 def test_cluster_write_failure_is_one_line(tmp_path, capsys, monkeypatch, blobs_files):
+    from skformer import _cli_io
+
     _, csv, _ = blobs_files
 
     def fail(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(np, "savetxt", fail)
+    monkeypatch.setattr(_cli_io, "_write_text", fail)
     assert main(["cluster", str(csv), "-k", "2", "-o", str(tmp_path / "l.txt")]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert "cannot write" in line and "Permission denied" in line
