@@ -576,4 +576,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except ImportError as exc:  # a missing optional dependency: its message says what to install
+        print(f"skformer {args.command}: error: {exc}", file=sys.stderr)
+        return 2

@@ -61,11 +61,6 @@ def test_a_probe_without_matplotlib_fails_before_any_work_with_the_hint(monkeypa
         multistep.main(["--plot", str(tmp_path / "x.png")])
 
 
-@pytest.mark.xfail(
-    strict=True, raises=ImportError,
-    reason="skformer.cli.main does not yet report an ImportError (a missing optional "
-           "dependency) as a one-line error; see issue 32",
-)
 def test_the_cli_reports_a_missing_matplotlib_on_one_line(monkeypatch, tmp_path, capsys):
     from skformer.cli import main
 
