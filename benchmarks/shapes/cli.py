@@ -13,7 +13,7 @@ from dataclasses import asdict
 
 from benchmarks.shapes.data import PRESETS, SHAPES, select
 from benchmarks.shapes.report import HEADER, format_row, format_summary, plot_records, summarise
-from benchmarks.shapes.runs import ShapeRecord, run_shape, warm_up
+from benchmarks.shapes.runs import ShapeRecord, records_from_dict, run_shape, warm_up
 
 __all__ = ["main"]
 
@@ -54,6 +54,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE.json",
                    help="write the records and the summary as JSON (after every shape)")
     p.add_argument("--plot", metavar="FILE.png", help="save the figure (needs matplotlib)")
+    p.add_argument("--from-json", metavar="FILE.json",
+                   help="run nothing: print the table and draw --plot from a saved --out")
     return p
 
 
@@ -73,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--seeds must be >= 0")
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be >= 1")
+    if args.from_json:
+        return _replot(args)
     shapes = select(args.shapes or PRESETS[args.preset])
     if args.list:
         for s in shapes:
@@ -88,6 +92,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with limit_threads(args.threads):
         return _run(args, shapes, {**machine, "source": _source()}, load)
+
+
+def _replot(args) -> int:
+    """The table, the targets and the figure of a saved run (an unfinished one too: the
+    records are written after every shape)."""
+    with open(args.from_json) as f:
+        payload = json.load(f)
+    records = [records_from_dict(r) for r in payload["records"]]
+    print(HEADER)
+    for r in records:
+        print(format_row(r))
+    print("\n# targets\n" + format_summary(summarise(records)))
+    done, planned = len(records), len(payload.get("shapes_run") or records)
+    if args.plot and records:
+        plot_records(records, args.plot, title=(
+            f"TransformerKMeans(learned_starts=1) at users' shapes: {done} of {planned} "
+            f"shapes, {payload['machine']['device_name']}"))
+    return 0
 
 
 def _run(args, shapes, machine: dict, load) -> int:

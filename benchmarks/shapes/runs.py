@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from benchmarks.shapes.data import Shape
 from benchmarks.shapes.report import captured, headroom, median
 
 __all__ = ["TOLERANCE", "HeadroomSeed", "PlusPlusSeed", "ShapeRecord", "distinct_rows",
-           "run_shape", "warm_up"]
+           "records_from_dict", "run_shape", "warm_up"]
 
 TOLERANCE = 1e-9
 """The estimator's inertia may exceed Lloyd's from the same start by at most this
@@ -221,6 +221,15 @@ def _plusplus_seed(X, k, seed, device) -> PlusPlusSeed:
         bool(est_ratio > 1 + TOLERANCE), str(est.selected_run_), bool(est.learned_used_),
         lloyd_s, est_s, est_s / lloyd_s if lloyd_s > 0 else np.inf, learned_s, polish_s,
         seeding_s)
+
+
+def records_from_dict(data: dict) -> ShapeRecord:
+    """A record saved by ``--out`` (``dataclasses.asdict``), rebuilt with its seeds."""
+    names = {f.name for f in fields(ShapeRecord)}
+    record = ShapeRecord(**{k: v for k, v in data.items() if k in names})
+    record.headroom_seeds = [HeadroomSeed(**s) for s in data.get("headroom_seeds", [])]
+    record.plusplus_seeds = [PlusPlusSeed(**s) for s in data.get("plusplus_seeds", [])]
+    return record
 
 
 def run_shape(shape: Shape, seeds: list[int], *, device: str = "cpu",
