@@ -268,7 +268,8 @@ class TransformerKMeans(BaseTransformerKMeans):
                               progress=bool(self.verbose), init=self.init,
                               judge=self.finish == "lloyd", device=device)
         if choice.model is None:
-            return self._skip(choice.skipped, warn=True)
+            # n_clusters=1 loses nothing (one Lloyd step gives the optimum): no warning.
+            return self._skip(choice.skipped, warn=self.n_clusters > 1)
         logger.info("Learned steps: the %s model for d=%d, k=%d%s.", choice.origin,
                     n_features, self.n_clusters,
                     "" if choice.project is None else

@@ -105,7 +105,11 @@ def test_cli_writes_json_and_plot(tmp_path, capsys):
 
 
 def test_cli_reports_a_missing_model(capsys, monkeypatch, tmp_path):
+    from skformer.store import locations
+
     monkeypatch.setenv("SKFORMER_CACHE_DIR", str(tmp_path))  # an empty cache: k=7 not stored
+    # No shipped weights either (every shape has a generic model where they are shipped).
+    monkeypatch.setattr(locations, "shipped_dir", lambda: tmp_path / "no-shipped-weights")
     assert main(["bench", "kmeans", "--datasets", "blobs-iso", "--n", "50", "--d", "3",
                  "--k", "7", "--seeds", "1", "--learned-starts", "1"]) == 2
     assert "skformer pretrain" in capsys.readouterr().err
