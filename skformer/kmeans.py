@@ -152,7 +152,8 @@ class TransformerKMeans(BaseTransformerKMeans):
         with no model that cannot be pretrained on demand within 90 s).
     learned_skipped_ : str or None
         Why the learned steps were skipped (also logged with ``verbose``, and a
-        ``UserWarning`` when ``learned_starts >= 1``), None when they ran.
+        ``UserWarning`` when ``learned_starts >= 1`` and ``n_clusters > 1``), None when
+        they ran.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
