@@ -8,10 +8,11 @@ The measures (:func:`headroom`, :func:`captured`), the judgement against the tar
 from __future__ import annotations
 
 import math
-import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from benchmarks.shapes.stats import captured, headroom, median
 
 if TYPE_CHECKING:  # pragma: no cover
     from benchmarks.shapes.runs import ShapeRecord
@@ -30,48 +31,8 @@ LARGE_K = 32
 RATIO_TARGET = 0.995
 """Target: the median over shapes with ``k >= LARGE_K`` of the median (over seeds) ratio
 learned-finished-by-Lloyd / Lloyd from k-means++ starts is at most this."""
-_NO_ROOM = 1e-6
 
 
-def median(values: Iterable[float]) -> float | None:
-    """The median, None for no values.
-
-    Examples
-    --------
-    >>> median([3.0, 1.0, 2.0]), median([])
-    (2.0, None)
-    """
-    values = list(values)
-    return float(statistics.median(values)) if values else None
-
-
-def headroom(lloyd: Sequence[float], best: float) -> float:
-    """``1 - mean(best / lloyd)``: the share of Lloyd's cost (20 steps from random starts)
-    that the best clustering known lies below it, averaged over the seeds.
-
-    Examples
-    --------
-    >>> round(headroom([10.0, 20.0], 8.0), 12)
-    0.4
-    """
-    return 1.0 - sum(best / v if v > 0 else 1.0 for v in lloyd) / len(lloyd)
-
-
-def captured(lloyd: Sequence[float], learned: Sequence[float], best: float) -> float | None:
-    """``(sum lloyd - sum learned) / (sum lloyd - sum best)``: the share of the room below
-    Lloyd's runs that the learned runs from the same starts take (1: as low as the best
-    known; negative: above Lloyd). None where the headroom is below 1e-6 (no room).
-
-    Examples
-    --------
-    >>> captured([10.0, 20.0], [9.0, 17.0], 8.0)
-    0.2857142857142857
-    >>> captured([8.0], [9.0], 8.0) is None
-    True
-    """
-    if not lloyd or headroom(lloyd, best) < _NO_ROOM:
-        return None
-    return (sum(lloyd) - sum(learned)) / (sum(lloyd) - best * len(lloyd))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from benchmarks.shapes.data import Shape
-from benchmarks.shapes.report import captured, headroom, median
+from benchmarks.shapes.stats import captured, headroom, median
 
 __all__ = ["TOLERANCE", "HeadroomSeed", "PlusPlusSeed", "ShapeRecord", "distinct_rows",
            "records_from_dict", "run_shape", "warm_up"]
