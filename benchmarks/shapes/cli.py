@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import asdict
 
+from benchmarks.equal_time.cli import _source
 from benchmarks.shapes.data import PRESETS, SHAPES, select
 from benchmarks.shapes.report import HEADER, format_row, format_summary, plot_records, summarise
 from benchmarks.shapes.runs import ShapeRecord, records_from_dict, run_shape, warm_up
@@ -143,22 +144,3 @@ def _run(args, shapes, machine: dict, load) -> int:
             "TransformerKMeans(learned_starts=1) at users' shapes: "
             f"seeds 0..{args.seeds - 1}, {machine['device_name']}"))
     return VIOLATION_STATUS if summary.violations else 0
-
-
-def _source() -> dict | None:
-    """The checkout's commit and the tracked files changed but not committed, or None
-    outside a git checkout: which code the run measured."""
-    import subprocess
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    try:
-        def git(*cmd: str) -> str:
-            return subprocess.run(["git", *cmd], cwd=root, capture_output=True, text=True,
-                                  check=True, timeout=30).stdout
-
-        return {"commit": git("rev-parse", "HEAD").strip(),
-                "uncommitted": git("status", "--porcelain", "--untracked-files=no")
-                .splitlines()}
-    except (OSError, subprocess.SubprocessError):
-        return None

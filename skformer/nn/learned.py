@@ -233,18 +233,29 @@ class LearnedKMeansModel(nn.Module):
                              f"{tuple(log_effective.shape)}.")
         model = cls.from_exact(n_features, n_clusters, scale=1.0, embedding=embedding,
                                normalise=True, schedule=len(log_effective), dropout=0.0)
-        width = n_features + index_width(embedding, n_clusters)
-        with torch.no_grad():  # gamma = 1, scale = 1: the model's factor is sqrt(e)
-            model.log_temperature.copy_(log_effective + 0.5 * math.log(width))
+        model.set_effective_schedule(log_effective)
         return model
+
+    def _schedule_shift(self) -> float:
+        """Log of the factor between the model's multipliers and the effective inverse
+        temperatures at ``scale=1``: the attention's ``gamma / sqrt(e)`` compensated."""
+        width = self.n_features + index_width(self.embedding, self.n_clusters)
+        return 0.5 * math.log(width) - math.log(self.gamma)
+
+    @torch.no_grad()
+    def set_effective_schedule(self, log_effective: torch.Tensor) -> None:
+        """Set the schedule from log effective inverse temperatures (S, 3) (a model at
+        ``scale=1``, as :meth:`from_schedule` builds)."""
+        if self.log_temperature is None:
+            raise ValueError("the model has no temperature schedule.")
+        self.log_temperature.copy_(log_effective + self._schedule_shift())
 
     def effective_schedule(self) -> torch.Tensor:
         """The log effective inverse temperatures of a scheduled model at ``scale=1``
-        (the inverse of :meth:`from_schedule`), shape (S, 3)."""
+        (the inverse of :meth:`set_effective_schedule`), shape (S, 3)."""
         if self.log_temperature is None:
             raise ValueError("the model has no temperature schedule.")
-        width = self.n_features + index_width(self.embedding, self.n_clusters)
-        return self.log_temperature.detach() - 0.5 * math.log(width) - math.log(self.gamma)
+        return self.log_temperature.detach() - self._schedule_shift()
 
     def forward(
         self,

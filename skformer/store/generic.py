@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import math
 import os
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,6 +26,7 @@ import safetensors.torch
 import torch
 
 from .._version import __version__
+from ..nn.embedding import index_width
 from ..nn.learned import LearnedKMeansModel
 from . import locations
 from .format import ModelStoreError, _atomic_write, _content_hash, _read_header, read_model
@@ -41,14 +41,15 @@ _KEY = "skformer"
 
 
 def code_bits(n_clusters: int) -> int:
-    """Columns of the binary code of ``n_clusters`` centres (at least 1).
+    """Columns of the binary code of ``n_clusters`` centres, at least 1 (the code width
+    whose schedule serves them).
 
     Examples
     --------
     >>> code_bits(2), code_bits(3), code_bits(16), code_bits(17), code_bits(1000)
     (1, 2, 4, 5, 10)
     """
-    return max(1, math.ceil(math.log2(int(n_clusters))))
+    return max(1, index_width("binary", int(n_clusters)))
 
 
 def generic_filename(bits: int) -> str:

@@ -194,8 +194,7 @@ class _Shapes:
             for p in model.layer.parameters():
                 p.requires_grad_(False)
             self.models[shape] = model
-        with torch.no_grad():
-            model.log_temperature.copy_(log_effective + 0.5 * math.log(model.layer.embed_dim))
+        model.set_effective_schedule(log_effective)
         return model
 
 
