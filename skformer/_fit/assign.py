@@ -15,7 +15,7 @@ from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 from sklearn.utils.extmath import row_norms
 
 from ..nn.threads import ordered_map
-from . import compiled
+from . import kernels as _kernels
 from .frame import UNIT_RANGE, ldexp_csr, power_of_two
 from .threads import one_blas_thread
 
@@ -35,6 +35,8 @@ _ROWS = 2**13
 _DISTANCES = 2**18
 # Rows per chunk of the compiled certified assignment.
 _COMPILED_ROWS = 2**14
+# The compiled kernels' weights where there are none: every row counts 1.
+_NO_WEIGHTS = np.empty(0)
 # Largest (rows, k) block of sparse-dense products computed at once.
 _PRODUCTS = 2**20
 
@@ -282,7 +284,7 @@ def _compiled_chunk(kernels, x: np.ndarray, centers: np.ndarray, power: int,
                     shift: np.ndarray, cst: np.ndarray, c_sq: np.ndarray,
                     c_norm: np.ndarray, w: np.ndarray | None) -> tuple[np.ndarray, float]:
     """:func:`_nearest_chunk` of rows ``x`` (m, d) in their own dtype, by the compiled
-    :func:`~skformer._fit.compiled.certified_nearest` (``cst``: the translated centres,
+    :func:`~skformer._fit.kernels.assign.certified_nearest` (``cst``: the translated centres,
     transposed (d, k)): scaling, translation, product and certificates in one pass per
     256 rows, with no (k, m) array."""
     m, d = x.shape
@@ -290,7 +292,7 @@ def _compiled_chunk(kernels, x: np.ndarray, centers: np.ndarray, power: int,
     certain, exact = np.empty(m, dtype=bool), np.empty(m, dtype=bool)
     total = kernels.certified_nearest(
         np.ascontiguousarray(x), 2.0**-power, shift, cst, c_sq, c_norm,
-        compiled.NO_WEIGHTS if w is None else w,
+        _NO_WEIGHTS if w is None else w,
         (d + 8) * _ROUNDING, (d + 8) * _UNDERFLOW, labels, certain, exact)
     return _settle(x, centers, labels, certain, exact, total, power, w)
 
@@ -372,7 +374,7 @@ def labels_inertia(
     the same product (``|x|^2`` plus its minimum) where that sum's rounding bound is
     within 1e-9 of it; else from its literal differences, scaled by a power of two so
     that they neither underflow nor overflow (the sum is scaled back). Where numba is
-    importable both arithmetics run compiled (:mod:`.compiled`; the same answers, one
+    importable both arithmetics run compiled (:mod:`.kernels.assign`; the same answers, one
     pass per 256 rows), else in NumPy.
 
     Examples
@@ -396,7 +398,7 @@ def _literal_labels_inertia(X, centers, sample_weight):
     x = np.ascontiguousarray(X, dtype=np.float64)
     centers = np.ascontiguousarray(centers, dtype=np.float64)
     w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    kernels = compiled.kernel()
+    kernels = _kernels.load()
     if kernels is not None:
         labels, sq = np.empty(x.shape[0], dtype=np.int32), np.empty(x.shape[0])
         if kernels.literal_nearest(x, centers, labels, sq) == 0:
@@ -419,7 +421,7 @@ def _dense_labels_inertia(X, centers, sample_weight):
     c_norm = np.sqrt(c_sq)
     k = centers.shape[0]
     labels = np.empty(X.shape[0], dtype=np.int32)
-    kernels = compiled.kernel()
+    kernels = _kernels.load()
     # Compiled, a chunk's (rows, k) values live 256 rows at a time inside the kernel, and
     # longer chunks cost less Python (n = 1e5, k = 10: 8.3 ms against 10.4 for 2**13).
     rows = _COMPILED_ROWS if kernels is not None else max(64, min(_ROWS, _DISTANCES // k))

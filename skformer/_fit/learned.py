@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,7 +27,7 @@ from ..nn.streaming import prepare_points
 from .frame import ModelFrame
 
 __all__ = ["CONTEXT_PER_CLUSTER", "DEFAULT_CONTEXT", "PATIENCE", "LearnedPhase", "LearnedSetup",
-           "auto_context", "context_indices", "project_context"]
+           "auto_context", "context_indices", "learned_loop", "project_context"]
 
 logger = logging.getLogger("skformer")
 
@@ -85,6 +86,72 @@ def project_context(rows: np.ndarray, weight: np.ndarray | None, width: int,
         np.asarray(weight, dtype=np.float64)).to(device).unsqueeze(0)
     subspace = principal_subspace(x, w, width)
     return subspace, subspace.project(x)[0].cpu().numpy()
+
+
+@torch.no_grad()
+def learned_loop(step: Callable, objective: Callable, z: torch.Tensor, *, schedule: int,
+                 max_iter: int, tol: torch.Tensor, rel_tol: float, d: int,
+                 report: Callable | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Learned steps of runs from model-frame centres ``z`` (e, k, w), until each stops:
+    one loop for a fit's run (``e`` = 1) and for many problems' runs.
+
+    Every step of the model's ``schedule`` runs (soft steps may raise the objective on
+    the way); after it, a run stops when its squared centre shift (over the first ``d``
+    features) is within its ``tol`` (e,), when its objective has not improved by a
+    relative ``rel_tol`` for :data:`PATIENCE` steps, or after ``max_iter`` steps in all.
+    A step that gives non-finite centres stops its run, uncounted.
+
+    Parameters
+    ----------
+    step : callable
+        ``step(z, i, active) -> z``: step ``i`` of the runs ``active`` (None: all) from
+        their centres ``z``.
+    objective : callable
+        ``objective(z, active) -> (e_active,)`` float64: the k-means objective of the
+        runs ``active`` (None: all) at centres ``z``.
+    z : Tensor of shape (e, k, w)
+        The start (overwritten with the runs' last centres).
+    report : callable, optional
+        ``report(i, shift, objective, stopped)`` after each step of a single run.
+
+    Returns
+    -------
+    best : Tensor of shape (e, k, w)
+        Each run's centres of least objective among its start and its steps.
+    n_steps : LongTensor of shape (e,)
+    """
+    e = z.shape[0]
+    best_z, best = z.clone(), objective(z, None)
+    reference, stalled = best.clone(), torch.zeros_like(best, dtype=torch.long)
+    n_steps = torch.zeros(e, dtype=torch.long, device=z.device)
+    active = torch.arange(e, device=z.device)
+    for i in range(max_iter):
+        if active.numel() == 0:
+            break
+        every = active.numel() == e
+        new = step(z[active], i, None if every else active)
+        finite = torch.isfinite(new).all(-1).all(-1)
+        shift = (new - z[active])[..., :d].double().square().sum((-1, -2))
+        z[active] = torch.where(finite.view(-1, 1, 1), new, z[active])
+        n_steps[active] += finite.long()
+        value = objective(z[active], None if every else active)
+        better = finite & (value < best[active])
+        best_z[active[better]] = z[active[better]]
+        best[active[better]] = value[better]
+        if i + 1 < schedule:  # the schedule runs to its end
+            reference[active] = best[active]
+            stop = ~finite
+        else:
+            improved = value < reference[active] * (1.0 - rel_tol)
+            reference[active] = torch.where(improved, value, reference[active])
+            stalled[active] = torch.where(improved, 0, stalled[active] + 1)
+            stop = ~finite | (shift <= tol[active]) | (stalled[active] >= PATIENCE)
+        if report is not None:
+            reason = ("non-finite" if not bool(finite[0]) else None if not bool(stop[0])
+                      else "converged" if bool(shift[0] <= tol[0]) else "stalled")
+            report(i, float(shift[0]), float(value[0]), reason)
+        active = active[~stop]
+    return best_z, n_steps
 
 
 class LearnedPhase:
@@ -165,37 +232,29 @@ class LearnedPhase:
         if self.subspace is not None:  # the steps run in the principal directions
             c = self.subspace.project(c.double().unsqueeze(0))[0]
         z = frame.to_model(c).unsqueeze(0)
-        tol_model = tol / frame.scale**2
-        best_z, best = z, self.objective(z)
-        reference, stalled, n_steps = best, 0, 0
-        d = c.shape[-1]
-        for i in range(max_iter):
-            new = self.stepper.step(z, i)
-            if not bool(torch.isfinite(new).all()):
+        scale2 = frame.scale**2
+
+        def objective(z: torch.Tensor, active) -> torch.Tensor:
+            return torch.tensor([self.objective(z)], dtype=torch.float64)
+
+        def report(i: int, shift: float, value: float, reason: str | None) -> None:
+            if reason == "non-finite":
                 logger.info("Learned step %d gave non-finite centres: stopped.", i)
-                break
-            shift = float((new - z)[..., :d].double().square().sum())
-            z, n_steps = new, n_steps + 1
-            objective = self.objective(z)
+                return
             logger.info("Learned step %d, centre shift %.6g, objective %.6g.", i,
-                        to_user(shift * frame.scale**2),
-                        to_user(objective * frame.scale**2) * self.weight_unit)
-            if objective < best:
-                best_z, best = z, objective
-            if i + 1 < self.model.schedule:  # the schedule runs to its end
-                reference = best
-                continue
-            if objective < reference * (1.0 - rel_tol):
-                reference, stalled = objective, 0
-            else:
-                stalled += 1
-            if shift <= tol_model:
+                        to_user(shift * scale2), to_user(value * scale2) * self.weight_unit)
+            if reason == "converged":
                 logger.info("Learned steps converged at step %d.", i)
-                break
-            if stalled >= PATIENCE:
+            elif reason == "stalled":
                 logger.info("Learned steps stopped at step %d: no progress in %d steps.",
                             i, PATIENCE)
-                break
+
+        best_z, n_steps = learned_loop(
+            lambda z, i, active: self.stepper.step(z, i), objective, z,
+            schedule=self.model.schedule, max_iter=max_iter,
+            tol=torch.tensor([tol / scale2], dtype=torch.float64), rel_tol=rel_tol,
+            d=c.shape[-1], report=report if logger.isEnabledFor(logging.INFO) else None)
+        n_steps = int(n_steps[0])
         best_c = frame.to_fit(best_z[0], torch.float64)
         if self.subspace is None:
             return best_c.to(start.dtype), n_steps

@@ -31,9 +31,9 @@ from sklearn.utils.extmath import row_norms
 from sklearn.utils.validation import _is_arraylike_not_scalar, check_array
 
 from ..nn.model import ExactLloydModel
+from .engine import Backend, choose_backend, run_lloyd, same_partition
 from .frame import Frame, ModelFrame, ldexp_csr
 from .learned import LearnedPhase, LearnedSetup, context_indices, project_context
-from .lloyd import norms_partial, run_lloyd, same_clustering, score_partial
 from .screen import ContextScreen
 from .sources import Source, sum_parts
 from .threads import one_blas_thread
@@ -66,6 +66,9 @@ class FitSpec:
     learned_starts: int = 0
     """Learned runs per start: the first from the start itself, the others from k-means++
     centres drawn on the context."""
+    backend: Callable[[Source, int], Backend] | None = None
+    """Makes the fit's Lloyd backend from the source and ``n_clusters`` (tests choose
+    one); None: :func:`~skformer._fit.engine.choose_backend`."""
 
 
 @dataclass
@@ -215,6 +218,8 @@ class _Fit:
             # step. One pass in the fit frame, where the values lie in [-2, 2), gives it.
             variance = _fit_frame_variance(source)
         self.tol = 0.0 if spec.tol == 0 else variance * spec.tol
+        self.backend = (choose_backend(source, spec.n_clusters, spec.exact)
+                        if spec.backend is None else spec.backend(source, spec.n_clusters))
         self.phase: LearnedPhase | None = None
         self.skipped: str | None = None
         self.context: np.ndarray | None = None
@@ -225,7 +230,7 @@ class _Fit:
     def x2(self) -> float:
         """The points' weighted sum of squared norms (fit frame), one pass, once."""
         if self._x2 is None:
-            self._x2 = float(self.source.map_reduce(norms_partial, sum_parts))
+            self._x2 = self.backend.norms()
         return self._x2
 
     def to_user(self, squared: float) -> float:
@@ -296,13 +301,11 @@ class _Fit:
         return starts
 
     def inertia(self, c: torch.Tensor, other: torch.Tensor | None = None):
-        value, table = self.source.map_reduce(
-            score_partial, sum_parts, c.cpu(), None if other is None else other.cpu())
-        return float(value), table
+        return self.backend.score(c.cpu().numpy(),
+                                  None if other is None else other.cpu().numpy())
 
     def lloyd(self, c: torch.Tensor, kind: str = "lloyd", n_learned: int = 0) -> _Run:
-        end = run_lloyd(self.source, c, self.spec.max_iter, self.tol,
-                        model=self.spec.exact, to_user=self.to_user,
+        end = run_lloyd(self.backend, c, self.spec.max_iter, self.tol, to_user=self.to_user,
                         x2=self.x2 if self.compares else None)
         return _Run(end.centers, n_learned, end.n_iter, kind, end.inertia)
 
@@ -330,7 +333,7 @@ class _Fit:
         if not run.inertia < best.inertia:
             return False
         _, table = self.inertia(run.centers, best.centers)
-        return not same_clustering(table, self.spec.n_clusters)
+        return not bool(same_partition(table, self.spec.n_clusters))
 
     @property
     def compares(self) -> bool:

@@ -26,9 +26,9 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
+from .engine import choose_backend, run_lloyd
 from .frame import Frame
-from .lloyd import norms_partial, run_lloyd, score_partial
-from .sources import ArraySource, sum_parts
+from .sources import ArraySource
 
 __all__ = ["ContextScreen", "Settled"]
 
@@ -79,18 +79,19 @@ class ContextScreen:
         rows = np.ascontiguousarray(rows)
         self.source = ArraySource(rows, weight, torch.device("cpu"))
         self.source.set_frame(Frame(np.zeros(rows.shape[1], dtype=rows.dtype), 0))
-        self.x2 = float(self.source.map_reduce(norms_partial, sum_parts))
+        self.x2: float | None = None
         self.max_iter = max_iter
 
     def settle(self, c: torch.Tensor) -> Settled:
         """Exact Lloyd steps on the context from centres ``c`` (k, d) to a fixed point
         (or ``max_iter`` steps), and the context's inertia there."""
-        end = run_lloyd(self.source, c.detach().cpu(), self.max_iter, 0.0, x2=self.x2,
-                        log=False)
+        backend = choose_backend(self.source, c.shape[0])
+        if self.x2 is None:
+            self.x2 = backend.norms()
+        end = run_lloyd(backend, c.detach().cpu(), self.max_iter, 0.0, x2=self.x2, log=False)
         inertia = end.inertia
         if inertia is None:  # stopped by max_iter: one scoring pass of the context
-            inertia = float(self.source.map_reduce(score_partial, sum_parts, end.centers,
-                                                   None)[0])
+            inertia = backend.score(end.centers.numpy())[0]
         return Settled(end.centers.numpy(), float(inertia))
 
     @staticmethod

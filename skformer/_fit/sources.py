@@ -328,6 +328,8 @@ class Source(ABC):
     device: torch.device
     frame: Frame | None = None
     in_memory: bool = False
+    sparse: bool = False
+    """Whether blocks hold CSR rows (:mod:`.sparse`)."""
     """Whether :meth:`gather` of all rows is cheap (the data are held in memory): the
     initialisation then runs on every row, as KMeans'."""
     block_rows: int | None = None

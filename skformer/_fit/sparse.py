@@ -25,72 +25,18 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
-from sklearn.utils.extmath import row_norms
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
 from ..nn.threads import ordered_map
 from .assign import (
     csr_rows,
     labels_inertia,
-    sparse_nearest,
     sparse_row_slices,
-    sparse_row_squares,
 )
 from .frame import UNIT_RANGE, Frame
 from .sources import Block, Source, Summary, WeightStats
 
-__all__ = [
-    "SparseSource",
-    "sparse_lloyd_sums",
-    "sparse_norms",
-    "sparse_score",
-]
-
-
-def _weights(block: Block) -> np.ndarray | None:
-    return None if block.w is None else block.w.cpu().numpy()
-
-
-def sparse_lloyd_sums(block: Block, c: torch.Tensor):
-    """A sparse block's per-cluster weighted sums (k, d) and masses (k,), float64 arrays,
-    from centres ``c`` (k, d) (fit frame)."""
-    x = block.x
-    cn = c.cpu().numpy().astype(x.dtype, copy=False)
-    labels = sparse_nearest(x, cn, row_norms(cn, squared=True))
-    k, d = cn.shape
-    w = _weights(block)
-    counts = np.diff(x.indptr)
-    owner = np.repeat(labels, counts)  # the cluster of each stored value
-    values = x.data.astype(np.float64, copy=False)
-    if w is not None:
-        values = values * np.repeat(w, counts)
-    # One scatter-add over the stored values, in float64 and in order.
-    sums = np.bincount(owner * d + x.indices, weights=values, minlength=k * d).reshape(k, d)
-    mass = np.bincount(labels, weights=w, minlength=k).astype(np.float64)
-    return sums, mass
-
-
-def sparse_norms(block: Block) -> torch.Tensor:
-    """A sparse block's weighted sum of squared norms (float64)."""
-    sq = sparse_row_squares(block.x)
-    w = _weights(block)
-    return torch.tensor(float((sq if w is None else sq * w).sum()), dtype=torch.float64)
-
-
-def sparse_score(block: Block, c: torch.Tensor, other: torch.Tensor | None):
-    """A sparse block's weighted sum of squared distances to the nearest of ``c`` and,
-    with ``other`` centres, the (k * k,) contingency table of the two assignments."""
-    x = block.x
-    cn = c.cpu().numpy().astype(x.dtype, copy=False)
-    labels, sq = sparse_nearest(x, cn, row_norms(cn, squared=True), distances=True)
-    w = _weights(block)
-    inertia = torch.tensor(float((sq if w is None else sq * w).sum()), dtype=torch.float64)
-    if other is None:
-        return inertia, None
-    on = other.cpu().numpy().astype(x.dtype, copy=False)
-    labels2 = sparse_nearest(x, on, row_norms(on, squared=True))
-    k = cn.shape[0]
-    return inertia, torch.from_numpy(np.bincount(labels * k + labels2, minlength=k * k))
+__all__ = ["SparseSource"]
 
 
 def _column_extremes(X) -> tuple[np.ndarray, np.ndarray]:
@@ -115,6 +61,7 @@ class SparseSource(Source):
     """
 
     in_memory = True
+    sparse = True
     # The scale stays 1 (no copy of the stored values, KMeans' arithmetic exactly) unless
     # the magnitudes are extreme.
     unit_within = UNIT_RANGE

@@ -1,4 +1,4 @@
-"""The on-disk cache of the compiled kernels (:mod:`.compiled`): numba's own, made so that
+"""The on-disk cache of the compiled kernels (this package): numba's own, made so that
 it never breaks a fit.
 
 numba keeps a compiled function in an index file (``.nbi``) and one data file per
@@ -10,7 +10,10 @@ signature (``.nbc``), in the first of these folders that can be written:
    ``$XDG_CACHE_HOME/skformer/numba``, else ``~/.cache/skformer/numba``
    (:func:`user_folder`),
 
-each in a subfolder per source folder (``_fit_<sha1>``) in 1 and 3. Plain numba makes a
+each in a subfolder per source folder (``kernels_<sha1>``) in 1 and 3. An entry is
+valid for the kernel files as they were when it was written: the stamp it is checked
+against covers every module of this folder, since a kernel compiles the helpers it calls
+from the other modules into itself (numba's own stamp covers one file). Plain numba makes a
 fit raise where an entry is damaged (``EOFError``, ``UnpicklingError``) or the folder is
 full (``OSError``: ``ENOSPC``, ``EFBIG`` past a file-size limit), and compiles in every
 process, silently, where no folder can be written. Here (:func:`jit`):
@@ -41,7 +44,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["jit", "user_folder"]
+__all__ = ["jit", "kernel", "user_folder"]
 
 logger = logging.getLogger("skformer")
 
@@ -69,7 +72,7 @@ def user_folder() -> Path:
     >>> user_folder().name
     'numba'
     """
-    from ..store.locations import cache_dir
+    from ...store.locations import cache_dir
 
     return cache_dir() / "numba"
 
@@ -170,7 +173,7 @@ def _cache_class() -> type:
         def __init__(self, py_func):
             super().__init__(py_func)
             self._cache_file = CheckedFile(self._cache_path, self._impl.filename_base,
-                                           self._impl.locator.get_source_stamp())
+                                           _folder_stamp(py_func))
 
         def load_overload(self, sig, target_context):
             try:
@@ -206,6 +209,17 @@ def _cache_class() -> type:
                     "writable folder."))
 
     return KeptCache
+
+
+def _folder_stamp(func: Callable) -> tuple:
+    """The modification time and size of every module beside ``func``'s: a change to any
+    kernel file makes every entry stale."""
+    folder = Path(func.__code__.co_filename).parent
+    stamps = []
+    for path in sorted(folder.glob("*.py")):
+        st = path.stat()
+        stamps.append((path.name, st.st_mtime, st.st_size))
+    return tuple(stamps)
 
 
 def jit(numba, **options) -> Callable:
@@ -246,3 +260,17 @@ def _plain(numba, options: dict, func: Callable) -> Callable:
         return numba.njit(cache=True, **options)(func)
     except RuntimeError:  # nowhere to cache: compile in each process
         return numba.njit(**options)(func)
+
+
+@functools.cache
+def _nogil() -> Callable:
+    import numba
+
+    return jit(numba, nogil=True)
+
+
+def kernel(func: Callable) -> Callable:
+    """Decorator of a kernel where it is defined: ``func`` compiled by numba (releasing
+    the GIL) on its first call per signature, kept on disk by :func:`jit`. A kernel may
+    call other kernels; they are compiled into it."""
+    return _nogil()(func)

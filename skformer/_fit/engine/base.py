@@ -1,0 +1,166 @@
+"""What every Lloyd backend provides, and what they share: a step's statistics, the end
+of a step, the comparison of two assignments.
+
+Dimension legend: ``m`` rows of a block, ``k`` clusters, ``d`` features.
+
+A backend is set up once per fit on a data source and the number of clusters
+(:func:`~skformer._fit.engine.choose_backend` chooses it); the run loop
+(:func:`~skformer._fit.engine.loop.lloyd_loop`) then asks it nothing about devices or
+containers. Its verbs:
+
+- :meth:`Backend.stepper`: Lloyd's step of one run as a function of the centres, giving
+  the assignment's :class:`LloydStats` (and the new centres where the backend makes
+  them itself); a run's state, such as row bounds, lives in its stepper;
+- :func:`end_step`: the new centres, their squared shift and whether the assignment
+  changed, the same arithmetic for every backend;
+- :meth:`Backend.score`: the inertia of centres and, against other centres, the
+  contingency table of the two assignments (:func:`same_partition` reads it);
+- :meth:`Backend.norms`: the points' weighted sum of squared norms.
+
+Every backend sums in the data's dtype within a chunk or block and in float64 across
+blocks, and blocks follow one grid of rows whatever the container
+(:func:`~skformer._fit.sources.grid_rows`), so every container gives the same result.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from .. import kernels as _kernels
+
+__all__ = ["Backend", "LloydStats", "Stepper", "contingency", "end_step", "means",
+           "same_partition"]
+
+
+class LloydStats(NamedTuple):
+    """Sufficient statistics of an assignment: equal statistics, equal assignment."""
+
+    sums: np.ndarray
+    """Weighted sum of each cluster's points, shape (k, d), float64."""
+    mass: np.ndarray
+    """Total weight of each cluster, shape (k,), float64."""
+
+    def inertia(self, c: np.ndarray, x2: float) -> float:
+        """Weighted sum of squared distances of the points to centres ``c`` (k, d) under
+        this assignment: ``sum_i w_i |x_i|^2 - 2 sum_j c_j . S_j + sum_j m_j |c_j|^2``,
+        from the points' total ``x2 = sum_i w_i |x_i|^2`` (float64; the fit frame keeps
+        the terms of one size, so the cancellation costs about 1e-10 relative)."""
+        c64 = np.asarray(c, dtype=np.float64)
+        return float(x2 - 2.0 * (c64 * self.sums).sum()
+                     + (self.mass * np.square(c64).sum(-1)).sum())
+
+    def same(self, other: LloydStats | None) -> bool:
+        """Whether ``other`` holds the same statistics (then the same assignment)."""
+        return (other is not None and np.array_equal(self.mass, other.mass)
+                and np.array_equal(self.sums, other.sums))
+
+
+Stepper = Callable[[np.ndarray], tuple[np.ndarray | None, LloydStats]]
+"""Lloyd's step of one run: centres (k, d), the data's dtype (fit frame), in; the new
+centres where the backend makes them itself (else None: :func:`end_step` makes them)
+and the assignment's statistics out."""
+
+
+class Backend(ABC):
+    """Lloyd's step, scoring and norms over one data source for ``k`` clusters."""
+
+    @abstractmethod
+    def stepper(self) -> Stepper:
+        """A new run's step (each run its own: a stepper may keep state across steps)."""
+
+    @abstractmethod
+    def score(self, c: np.ndarray, other: np.ndarray | None = None
+              ) -> tuple[float, torch.Tensor | None]:
+        """The weighted sum of squared distances of the points to the nearest of centres
+        ``c`` (k, d) (float64, differences summed literally) and, with ``other`` centres,
+        the (k * k,) contingency table of the two nearest-centre assignments."""
+
+    @abstractmethod
+    def norms(self) -> float:
+        """The points' weighted sum of squared norms (float64)."""
+
+
+def means(c: np.ndarray, stats: LloydStats) -> np.ndarray:
+    """Each cluster's mean (float64 sums over masses, rounded to ``c``'s dtype), or its
+    centre in ``c`` (k, d) where its mass is 0."""
+    mass = stats.mass[:, None]
+    if stats.mass.all():  # no empty cluster (the usual case: no masked division)
+        return (stats.sums / mass).astype(c.dtype, copy=False)
+    new = c.copy()
+    np.divide(stats.sums, mass, out=new, where=mass > 0, casting="same_kind")
+    return new
+
+
+# The compiled end of a step's "no previous statistics".
+_NO_STATS = (np.empty((0, 0)), np.empty(0))
+
+
+def end_step(c: np.ndarray, stats: LloydStats, previous: LloydStats | None,
+             new: np.ndarray | None) -> tuple[np.ndarray, float, bool]:
+    """The end of a step from centres ``c`` (k, d) whose assignment has statistics
+    ``stats``: the new centres (``new``, or :func:`means`), the squared shift to them
+    and whether the statistics equal ``previous`` (then the assignment did not change).
+    One compiled call where numba is (the shift summed in order), else NumPy: whatever
+    the backend, so every container of a fit ends its steps alike.
+
+    Examples
+    --------
+    >>> stats = LloydStats(np.array([[2.0], [30.0]]), np.array([2.0, 3.0]))
+    >>> new, shift, same = end_step(np.array([[0.0], [9.0]]), stats, None, None)
+    >>> new.ravel().tolist(), shift, same
+    ([1.0, 10.0], 2.0, False)
+    """
+    kernels = _kernels.load()
+    if kernels is None:
+        if new is None:
+            new = means(c, stats)
+        return new, float(np.square(new.astype(np.float64) - c).sum()), stats.same(previous)
+    fill = new is None
+    if fill:
+        new = np.empty_like(c)
+    # C-ordered arrays whatever the step made them: one signature to compile.
+    stats = LloydStats(*map(np.ascontiguousarray, stats))
+    last = _NO_STATS if previous is None else map(np.ascontiguousarray, previous)
+    shift, same = kernels.end_step(c, *stats, *last, new, fill)
+    return new, shift, same
+
+
+def contingency(a, b, k: int, valid: torch.Tensor | None = None) -> torch.Tensor:
+    """The contingency table of two labelings ``a`` and ``b`` (..., n) into ``k``
+    clusters: shape (..., k * k), entry ``i * k + j`` counting the points labelled ``i``
+    by ``a`` and ``j`` by ``b`` (only where ``valid``, when given: padding is not
+    counted). NumPy arrays or tensors in; a tensor out.
+
+    Examples
+    --------
+    >>> contingency(np.array([0, 0, 1]), np.array([1, 1, 0]), 2).tolist()
+    [0, 2, 1, 0]
+    """
+    a, b = torch.as_tensor(a).long(), torch.as_tensor(b).long()
+    if valid is None and a.ndim == 1:
+        return torch.bincount(a * k + b, minlength=k * k)
+    if valid is None:
+        valid = torch.ones_like(a, dtype=torch.bool)
+    table = torch.zeros((*a.shape[:-1], k * k), dtype=torch.int64, device=a.device)
+    return table.scatter_add_(-1, (a.clamp_min(0) * k + b.clamp_min(0)), valid.long())
+
+
+def same_partition(table: torch.Tensor, k: int) -> torch.Tensor:
+    """Whether contingency tables (..., k * k) say two labelings are one partition
+    renamed (as many non-zero entries as clusters used by each), entry by entry.
+
+    Examples
+    --------
+    >>> bool(same_partition(contingency([0, 0, 1], [1, 1, 0], 2), 2))
+    True
+    >>> bool(same_partition(contingency([0, 0, 1], [0, 1, 1], 2), 2))
+    False
+    """
+    t = table.reshape(*table.shape[:-1], k, k) > 0
+    pairs = t.sum((-1, -2))
+    return (pairs == t.any(-1).sum(-1)) & (pairs == t.any(-2).sum(-1))

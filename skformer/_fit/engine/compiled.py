@@ -1,0 +1,326 @@
+"""The compiled CPU backend: KMeans' loop over a fixed grid of chunks, on KMeans' threads.
+
+Dimension legend: ``m`` rows, ``k`` clusters, ``d`` features, ``D = d + 1`` token width.
+
+The kernels (:mod:`.kernels.step`) step a chunk of rows: per 256 rows one product of the
+tokens ``[x ; 1]`` with ``[-2 c ; |c|^2]``, then each row's nearest centre and its token
+added to that cluster's float64 sums. This module lays the chunks out and hands them to
+the threads:
+
+- **the grid**: each block of a pass (:func:`~skformer._fit.sources.grid_rows`) in chunks
+  of ``max(256, CHUNK // k)`` rows from its start (:func:`grid_edges`), whatever the
+  number of threads; a block's chunks are added in order, so a block's sums are those of
+  a call on the block alone and every container gives the same result;
+- **one pass per step** over data held in memory: the chunks of all the blocks shared
+  among the threads at once (one hand-over per step, not one per block); consecutive
+  chunks go to each of KMeans' threads (the kernels release the GIL);
+- **row bounds** across the steps of a run (:class:`~.kernels.bounds.RowBounds`,
+  Hamerly's): from the step after the first :data:`BOUNDS_AFTER`, where a row's
+  product is large enough that skipping it pays (:data:`BOUNDS_PRODUCTS`), and paused
+  for a while when most rows moved anyway (:data:`BOUNDS_STOP`). The same sums, bit for
+  bit.
+
+Data not held in memory (a memmap, a dask array) are stepped block by block, without
+bounds (a block's rows are not kept between steps).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
+
+from ...nn.threads import ordered_map
+from .. import kernels as _kernels
+from ..assign import labels_inertia
+from ..kernels.bounds import NO_BOUNDS, RowBounds
+from ..kernels.step import NO_WEIGHTS
+from ..sources import Block, Source, merge_tree, sum_parts
+from .base import Backend, LloydStats, Stepper, contingency
+
+__all__ = ["BOUNDS_AFTER", "BOUNDS_PRODUCTS", "BOUNDS_STOP", "CHUNK", "CompiledBackend",
+           "Grid", "GridStep", "cpu_score", "grid_edges", "grid_sums"]
+
+# Distances (rows x centres) per chunk: a chunk is the unit of work of a thread, large
+# enough that handing it over costs little beside its arithmetic, small enough that the
+# grid has several chunks per thread.
+CHUNK = 2**17
+# Steps of a run before it keeps row bounds: the first steps move most rows.
+BOUNDS_AFTER = 2
+# The fewest products per row (k (d + 1)) that bounds are kept for: below, a row's
+# product costs no more than its bounds' upkeep.
+BOUNDS_PRODUCTS = 512
+# A step that kept bounds but computed the products of more than this share of the rows
+# pauses them: they start again after BOUNDS_AFTER steps, then twice as many after each
+# pause (data whose rows keep moving, such as uniform data, pay for bounds otherwise).
+BOUNDS_STOP = 0.5
+# Most bytes of per-chunk sums one task holds (a few tasks are in flight at a time).
+PARTS = 2**22
+
+
+@dataclass(frozen=True)
+class Grid:
+    """How the compiled backend lays out and bounds its steps (the defaults above; tests
+    set others to reach every path on small data)."""
+
+    chunk: int = CHUNK
+    """Distances (rows x centres) per chunk; a chunk has at least 256 rows."""
+    bounds_after: int = BOUNDS_AFTER
+    bounds_products: int = BOUNDS_PRODUCTS
+    bounds_stop: float = BOUNDS_STOP
+    parts: int = PARTS
+    """Most bytes of per-chunk sums one task holds."""
+    resident: bool = True
+    """Step data held in memory all at once (False: block by block, as a memmap)."""
+
+
+def augmented(c: np.ndarray, dtype, out: np.ndarray | None = None) -> np.ndarray:
+    """``[-2 c ; |c|^2]`` (k, d + 1) of centres ``c`` (k, d), in ``dtype`` (into ``out``,
+    any (k, d + 1) view of ``dtype``, where given)."""
+    c = c.astype(dtype, copy=False)
+    k, d = c.shape
+    cc = np.empty((k, d + 1), dtype=dtype) if out is None else out
+    np.multiply(c, -2, out=cc[:, :d])  # exact: a power of two
+    np.einsum("ij,ij->i", c, c, out=cc[:, d])
+    return cc
+
+
+@functools.lru_cache(maxsize=16)
+def grid_edges(m: int, rows: int, block_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """The chunks of ``m`` rows on a grid of blocks of ``block_rows`` rows, each block in
+    chunks of ``rows`` rows from its start: the chunks' edges (n_chunks + 1,) and the
+    block of each chunk (n_chunks,), read-only (kept for the next steps of a fit).
+
+    Examples
+    --------
+    >>> edges, block = grid_edges(10, 3, 5)
+    >>> edges.tolist(), block.tolist()
+    ([0, 3, 5, 8, 10], [0, 0, 1, 1])
+    """
+    starts = [np.arange(s, min(m, s + block_rows), rows)
+              for s in range(0, m, block_rows)] or [np.zeros(0, np.int64)]
+    edges = np.append(np.concatenate(starts), m).astype(np.int64)
+    block = np.repeat(np.arange(len(starts)), [len(c) for c in starts])
+    edges.setflags(write=False)
+    block.setflags(write=False)
+    return edges, block
+
+
+def grid_sums(tokens: np.ndarray, w: np.ndarray | None, cct: np.ndarray, rows: int,
+              threads: int, block_rows: int | None = None,
+              bounds: RowBounds | None = None, parts: int = PARTS) -> np.ndarray:
+    """Per-cluster sums (b, k, D), float64, of the ``b`` blocks of ``block_rows`` rows
+    (None: one block) of tokens ``[x ; 1]`` (m, D) with weights ``w`` (m,) (None: 1)
+    under their nearest of the centres ``cct = [-2 c ; |c|^2]^T`` (D, k), C-ordered
+    (the norms as KMeans computes them, so near ties fall as in its loop); the last
+    column holds the masses. Each block is summed in chunks of ``rows`` rows from its
+    start, chunk by chunk in order; the chunks of all the blocks are shared among
+    ``threads`` threads in one pass. ``bounds``: the run's row bounds of ``tokens`` (the
+    same sums, fewer products from the second step of the run on). ``parts``: the most
+    bytes of per-chunk sums one task holds.
+
+    Examples
+    --------
+    >>> t = np.array([[0.0, 1.0], [1.0, 1.0], [10.0, 1.0]])   # tokens [x ; 1]
+    >>> cct = np.array([[-0.0, -18.0], [0.0, 81.0]])          # centres 0 and 9
+    >>> grid_sums(t, None, cct, rows=256, threads=1)
+    array([[[ 1.,  2.],
+            [10.,  1.]]])
+    >>> grid_sums(t, None, cct, rows=256, threads=1, block_rows=2)[1]
+    array([[ 0.,  0.],
+           [10.,  1.]])
+    """
+    kernels = _kernels.load()
+    m = tokens.shape[0]
+    width, k = cct.shape
+    wt = NO_WEIGHTS if w is None else np.ascontiguousarray(w, np.float64)
+    prune = False if bounds is None else bounds.advance(cct)
+    kept = NO_BOUNDS if bounds is None else (bounds.labels, bounds.rows, bounds.moves,
+                                             bounds.slack)
+    edges, block = grid_edges(m, rows, block_rows or m)
+    if len(block) <= 1:  # one chunk: no tasks
+        out = np.zeros((1, k, width))
+        computed = kernels.chunk_sums(tokens, wt, cct, edges, 0, len(block), out, *kept,
+                                      prune)
+        if bounds is not None:
+            bounds.computed = computed
+        return out
+    chunks = len(block)
+    # Consecutive chunks per task, as many tasks for each thread, each task's sums at
+    # most ``parts`` bytes.
+    threads = max(1, threads)
+    rounds = -(-chunks // (threads * max(1, parts // (8 * k * width))))
+    per = max(1, -(-chunks // (threads * rounds)))
+
+    def run(first: int) -> tuple[np.ndarray, int]:
+        stop = min(chunks, first + per)
+        parts = np.zeros((stop - first, k, width))
+        return parts, kernels.chunk_sums(tokens, wt, cct, edges, first, stop, parts, *kept,
+                                         prune)
+
+    acc = np.zeros((int(block[-1]) + 1 if chunks else 1, k, width))
+    tasks = range(0, chunks, per)
+    computed = 0
+    for first, (parts, count) in zip(tasks, ordered_map(run, tasks, min(threads,
+                                                                         len(tasks))),
+                                     strict=True):
+        computed += count
+        # Chunk by chunk into each block's sums, in order, whatever the tasks.
+        owner = block[first : first + len(parts)]
+        cuts = np.flatnonzero(np.diff(owner)) + 1
+        for lo, hi in zip([0, *cuts], [*cuts, len(parts)], strict=True):
+            kernels.add_in_order(acc[owner[lo]], parts[lo:hi])
+    if bounds is not None:
+        bounds.computed = computed
+    return acc
+
+
+class GridStep:
+    """The step of one run on the same rows at every step: the grid, the weights and the
+    centres' buffer set up once and, from the step after the first ``grid.bounds_after``
+    on, the rows' bounds kept from step to step (with at least ``grid.bounds_products``
+    products per row, not with ``bounds=False``). A step that computed more than a share
+    ``grid.bounds_stop`` of the rows' products anyway pauses the bounds, twice as long
+    after each pause.
+
+    Examples
+    --------
+    >>> t = np.array([[0.0, 1.0], [1.0, 1.0], [10.0, 1.0]])   # tokens [x ; 1]
+    >>> step = GridStep(t, None, 2, None)
+    >>> [mass.tolist() for _, mass in step(np.array([[0.0], [9.0]]))]
+    [[2.0, 1.0]]
+    >>> [mass.tolist() for _, mass in step(np.array([[0.5], [10.0]]))]
+    [[2.0, 1.0]]
+    """
+
+    def __init__(self, tokens: np.ndarray, w: np.ndarray | None, k: int,
+                 block_rows: int | None, *, bounds: bool = True, grid: Grid = Grid()):
+        m, width = tokens.shape
+        self.tokens, self.block_rows, self.grid = tokens, block_rows, grid
+        self.rows = max(256, grid.chunk // k)
+        self.cct = np.empty((width, k), dtype=tokens.dtype)
+        self.w, self.bounds = w, None
+        self.threads = _openmp_effective_n_threads() if m > self.rows else 1
+        # Whether the run may keep bounds, whether it keeps them now, and else how many
+        # steps are left before it starts them (again) and the wait after a pause.
+        self._may = bounds and k * width >= grid.bounds_products
+        self._active = False
+        self._until = self._wait = grid.bounds_after
+
+    def __call__(self, c: np.ndarray) -> list[LloydStats]:
+        """Each block's sums (k, d) and masses (k,), float64, from centres ``c`` (k, d)."""
+        d = c.shape[1]
+        cct = augmented(c, self.tokens.dtype, out=self.cct.T).T  # [-2 c ; |c|^2]^T
+        bounds = self._step_bounds(cct.shape[1])
+        acc = grid_sums(self.tokens, self.w, cct, self.rows, self.threads, self.block_rows,
+                        bounds, self.grid.parts)
+        if (bounds is not None and bounds.pruned
+                and bounds.computed > self.grid.bounds_stop * self.tokens.shape[0]):
+            # Most rows moved: steps without bounds cost less for a while.
+            self._active, self._until = False, self._wait
+            self._wait *= 2
+        # C-ordered, as every step's statistics (what the end of a step takes).
+        return [LloydStats(np.ascontiguousarray(a[:, :d]), a[:, d].copy()) for a in acc]
+
+    def _step_bounds(self, k: int) -> RowBounds | None:
+        """The bounds this step keeps (started or restarted when due), or None."""
+        if not self._may:
+            return None
+        if not self._active:
+            if self._until > 0:
+                self._until -= 1
+                return None
+            if self.bounds is None:
+                self.bounds = RowBounds(self.tokens, k)
+            else:
+                self.bounds.restart()
+            self._active = True
+        return self.bounds
+
+
+def _arrays(block: Block) -> tuple[np.ndarray, np.ndarray | None]:
+    """A dense CPU block's tokens ``[x ; 1]`` and weights as NumPy arrays (no copy)."""
+    return block.tokens.numpy(), None if block.w is None else block.w.numpy()
+
+
+def block_stats(block: Block, c: np.ndarray, grid: Grid = Grid()) -> LloydStats:
+    """A dense CPU block's contribution to the step from centres ``c`` (k, d)."""
+    tokens, w = _arrays(block)
+    return GridStep(tokens, w, c.shape[0], None, bounds=False, grid=grid)(c)[0]
+
+
+def cpu_score(block: Block, c: np.ndarray, other: np.ndarray | None):
+    """A dense CPU block's weighted sum of squared distances to the nearest of ``c``
+    (float64) by the final assignment's arithmetic (:func:`~skformer._fit.assign.labels_inertia`)
+    and, with ``other`` centres, the (k * k,) contingency table."""
+    tokens, w = _arrays(block)
+    rows = tokens[:, : c.shape[1]]
+    labels, inertia = labels_inertia(rows, c, w)
+    if other is None:
+        return inertia, None
+    return inertia, contingency(labels, labels_inertia(rows, other, w)[0], c.shape[0])
+
+
+def dense_norms(block: Block) -> float:
+    """A dense block's weighted sum of squared norms (float64)."""
+    sq = block.x.double().square().sum(-1)
+    return float((sq if block.w is None else sq * block.w).sum())
+
+
+class ResidentStep:
+    """A run's step over data held in memory: its :class:`GridStep` (``grid_step``, with
+    the run's row bounds), the blocks' sums merged by the pass's tree."""
+
+    def __init__(self, grid_step: GridStep):
+        self.grid_step = grid_step
+
+    def __call__(self, c: np.ndarray) -> tuple[None, LloydStats]:
+        return None, merge_tree(self.grid_step(c), sum_parts)
+
+
+class CompiledBackend(Backend):
+    """Dense rows on the CPU, stepped by the compiled kernels: all at once where the
+    source holds them in memory (with row bounds), else block by block.
+
+    Parameters
+    ----------
+    source : Source
+        Dense rows on the CPU, in the fit frame.
+    k : int
+        The number of clusters.
+    grid : Grid, default=Grid()
+        The layout of the steps.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from skformer._fit.sources import ArraySource
+    >>> from skformer._fit.frame import Frame
+    >>> src = ArraySource(np.array([[0.0], [1.0], [10.0]]), None, torch.device("cpu"))
+    >>> src.set_frame(Frame(np.zeros(1), 0))
+    >>> step = CompiledBackend(src, 2).stepper()
+    >>> new, stats = step(np.array([[0.0], [9.0]]))
+    >>> stats.mass.tolist()
+    [2.0, 1.0]
+    """
+
+    def __init__(self, source: Source, k: int, *, grid: Grid = Grid()):
+        self.source, self.k, self.grid = source, k, grid
+        block = source.resident() if grid.resident else None
+        self._resident = None if block is None else _arrays(block)
+
+    def stepper(self) -> Stepper:
+        if self._resident is not None:
+            return ResidentStep(GridStep(*self._resident, self.k, self.source.block_rows,
+                                         grid=self.grid))
+        return lambda c: (None, self.source.map_reduce(block_stats, sum_parts, c, self.grid))
+
+    def score(self, c, other=None):
+        value, table = self.source.map_reduce(cpu_score, sum_parts, c, other)
+        return float(value), table
+
+    def norms(self) -> float:
+        return float(self.source.map_reduce(dense_norms, sum_parts))
+

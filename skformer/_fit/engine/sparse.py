@@ -1,0 +1,87 @@
+"""The sparse backend: CSR blocks, never made dense.
+
+Dimension legend: ``m`` rows of a block, ``d`` features, ``k`` clusters.
+
+Per block (:class:`~skformer._fit.sparse.SparseSource`'s row slices):
+
+- the nearest centre: ``argmin |c|^2 - 2 x.c``, the products summed over each row's
+  stored values in order in the data's dtype (KMeans' sparse kernel);
+- the per-cluster sums and masses, in float64 (one scatter-add of the stored values);
+- squared distances from the same products, ``|x|^2 + |c|^2 - 2 x.c`` (see
+  :func:`~skformer._fit.assign.sparse_nearest`).
+
+The products run on the CPU (scipy's sparse kernels) whatever the fit's device.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.extmath import row_norms
+
+from ..assign import sparse_nearest, sparse_row_squares
+from ..sources import Block, Source, sum_parts
+from .base import Backend, LloydStats, Stepper, contingency
+
+__all__ = ["SparseBackend", "sparse_norms", "sparse_score", "sparse_stats"]
+
+
+def _weights(block: Block) -> np.ndarray | None:
+    return None if block.w is None else block.w.cpu().numpy()
+
+
+def sparse_stats(block: Block, c: np.ndarray) -> LloydStats:
+    """A sparse block's per-cluster weighted sums (k, d) and masses (k,), float64, from
+    centres ``c`` (k, d) (fit frame)."""
+    x = block.x
+    cn = c.astype(x.dtype, copy=False)
+    labels = sparse_nearest(x, cn, row_norms(cn, squared=True))
+    k, d = cn.shape
+    w = _weights(block)
+    counts = np.diff(x.indptr)
+    owner = np.repeat(labels, counts)  # the cluster of each stored value
+    values = x.data.astype(np.float64, copy=False)
+    if w is not None:
+        values = values * np.repeat(w, counts)
+    # One scatter-add over the stored values, in float64 and in order.
+    sums = np.bincount(owner * d + x.indices, weights=values, minlength=k * d).reshape(k, d)
+    mass = np.bincount(labels, weights=w, minlength=k).astype(np.float64)
+    return LloydStats(sums, mass)
+
+
+def sparse_norms(block: Block) -> float:
+    """A sparse block's weighted sum of squared norms (float64)."""
+    sq = sparse_row_squares(block.x)
+    w = _weights(block)
+    return float((sq if w is None else sq * w).sum())
+
+
+def sparse_score(block: Block, c: np.ndarray, other: np.ndarray | None):
+    """A sparse block's weighted sum of squared distances to the nearest of ``c`` and,
+    with ``other`` centres, the (k * k,) contingency table of the two assignments."""
+    x = block.x
+    cn = c.astype(x.dtype, copy=False)
+    labels, sq = sparse_nearest(x, cn, row_norms(cn, squared=True), distances=True)
+    w = _weights(block)
+    inertia = float((sq if w is None else sq * w).sum())
+    if other is None:
+        return inertia, None
+    on = other.astype(x.dtype, copy=False)
+    labels2 = sparse_nearest(x, on, row_norms(on, squared=True))
+    return inertia, contingency(labels, labels2, cn.shape[0])
+
+
+class SparseBackend(Backend):
+    """CSR rows, block by block on a few threads (SciPy's products release the GIL)."""
+
+    def __init__(self, source: Source, k: int):
+        self.source, self.k = source, k
+
+    def stepper(self) -> Stepper:
+        return lambda c: (None, self.source.map_reduce(sparse_stats, sum_parts, c))
+
+    def score(self, c, other=None):
+        value, table = self.source.map_reduce(sparse_score, sum_parts, c, other)
+        return float(value), table
+
+    def norms(self) -> float:
+        return float(self.source.map_reduce(sparse_norms, sum_parts))
