@@ -91,7 +91,7 @@ def session_caches(tmp_path_factory):
     at the end. A model pretrained here is shared by the session's tests, and each run
     pretrains afresh (the shipped models are found first, in the package).
 
-    numba's compiled kernels (``skformer/_fit/compiled.py``, ``cache=True``) are not moved:
+    numba's compiled kernels (``skformer/_fit/kernels/``, cached on disk) are not moved:
     numba keeps them beside the source, in ``skformer/_fit/__pycache__`` (the checkout or
     the installed package, like Python's ``.pyc`` files), keyed by the source and the
     signature, so they are the very kernels a user's first fit compiles; a fresh folder
@@ -172,3 +172,16 @@ def trained_like():
         return model.double().eval()
 
     return make
+
+
+@pytest.fixture
+def without_kernels(monkeypatch):
+    """The test runs as where numba is absent: ``SKFORMER_COMPILED=0``, the user's own
+    switch (the kernels' loader is cleared before and after)."""
+    from skformer._fit import kernels
+
+    kernels.load.cache_clear()
+    monkeypatch.setenv("SKFORMER_COMPILED", "0")
+    yield
+    monkeypatch.delenv("SKFORMER_COMPILED")
+    kernels.load.cache_clear()

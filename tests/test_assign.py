@@ -18,7 +18,7 @@ from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 
 from skformer import ExactLloydTransformer, TransformerKMeans
-from skformer._fit import assign, compiled
+from skformer._fit import assign, kernels
 from skformer._fit.assign import labels_inertia
 
 
@@ -28,8 +28,8 @@ def dense_path(request, monkeypatch):
     differences (small data), or certified products (larger data); each compiled, or
     in NumPy."""
     if request.param.endswith("numpy"):
-        monkeypatch.setattr(compiled, "kernel", lambda: None)
-    elif compiled.kernel() is None:
+        request.getfixturevalue("without_kernels")
+    elif kernels.load() is None:
         pytest.skip("numba is not importable here")
     monkeypatch.setattr(assign, "_LITERAL",
                         -1 if request.param.startswith("certified") else 2**62)
@@ -135,8 +135,8 @@ def test_estimators_labels_inertia_and_score_with_an_outlier(Estimator, at):
 
 
 def test_compiled_certificates_never_certify_a_tie_and_agree_with_numpy(monkeypatch):
-    kernels = compiled.kernel()
-    if kernels is None:
+    compiled = kernels.load()
+    if compiled is None:
         pytest.skip("numba is not importable here")
     rng = np.random.default_rng(7)
     c = rng.normal(size=(40, 5)) * 3
@@ -148,7 +148,7 @@ def test_compiled_certificates_never_certify_a_tie_and_agree_with_numpy(monkeypa
     labels = np.empty(1000, dtype=np.int64)
     certain, exact = np.empty(1000, dtype=bool), np.empty(1000, dtype=bool)
     c_sq = (c * c).sum(1)
-    total = kernels.certified_nearest(x, 1.0, np.zeros(5), np.ascontiguousarray(c.T), c_sq,
+    total = compiled.certified_nearest(x, 1.0, np.zeros(5), np.ascontiguousarray(c.T), c_sq,
                                       np.sqrt(c_sq), np.empty(0), 13 * assign._ROUNDING,
                                       13 * assign._UNDERFLOW, labels, certain, exact)
     sq = literal(x, c)
@@ -159,8 +159,10 @@ def test_compiled_certificates_never_certify_a_tie_and_agree_with_numpy(monkeypa
     assert total == pytest.approx(sq.min(1)[exact].sum(), rel=1e-12)
     monkeypatch.setattr(assign, "_LITERAL", -1)
     got = labels_inertia(x, c)
-    monkeypatch.setattr(compiled, "kernel", lambda: None)
+    kernels.load.cache_clear()
+    monkeypatch.setenv("SKFORMER_COMPILED", "0")
     want = labels_inertia(x, c)
+    kernels.load.cache_clear()
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[0], sq.argmin(1))
     assert got[1] == pytest.approx(want[1], rel=1e-12)
