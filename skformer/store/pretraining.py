@@ -47,7 +47,7 @@ logger = logging.getLogger("skformer")
 # that a first fit may wait. A step costs about in proportion to the token width times
 # k, so wider shapes train fewer steps (:func:`on_demand_steps`) rather than take longer.
 ON_DEMAND = {"schedule_search": 64, "steps": 100, "n_val_tasks": 64}
-# Token width times k up to which the full number of steps runs: the largest shape
+# Token width times k up to which the full number of steps runs: the largest product
 # measured to train them all within the budget (d=64, k=16: 68 * 16).
 _ON_DEMAND_WIDTH_K = 1100
 _ON_DEMAND_MIN_STEPS = 25
