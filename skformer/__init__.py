@@ -20,7 +20,8 @@ load_model, pretrain
 from ._version import __version__
 
 # The public names, imported on first use (PEP 562), so that ``import skformer`` and
-# ``skformer --help`` do not import torch and scikit-learn (0.05 s instead of 2.5-4 s).
+# ``skformer --help`` do not import torch and scikit-learn: those imports take seconds,
+# which a command that only prints its help should not pay.
 _LAZY = {
     "ExactLloydTransformer": ".exact",
     "LearnedKMeansModel": ".nn.learned",

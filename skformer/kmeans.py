@@ -85,9 +85,11 @@ class TransformerKMeans(BaseTransformerKMeans):
         never above KMeans' and is lower wherever the learned steps find a better
         clustering. Each further one adds a learned run from further k-means++ centres
         drawn on the context. At equal time against KMeans with more restarts
-        (``n_init``; :doc:`/benchmarks`, "The learned mode at equal time"), 2 ended 1 to
-        2 % lower on generated data of 100,000 rows and more; on small data (thousands
-        of rows) more KMeans restarts reach as low an inertia sooner.
+        (``n_init``; :doc:`/benchmarks`, "The learned mode at equal time"), 2 ended
+        lower on generated data of 100,000 rows and more, where k-means++ starts get
+        stuck and a learned run on the context costs little beside a KMeans restart over
+        all the rows; on small data (thousands of rows) more KMeans restarts reach as
+        low an inertia sooner.
     finish : {"lloyd", "none"}, default="lloyd"
         ``"lloyd"``: after the learned steps, exact Lloyd steps run to a fixed point,
         and the plain Lloyd run from the same start competes. ``"none"``: the centres

@@ -2,13 +2,14 @@
 
 NumPy's BLAS (OpenBLAS in NumPy's and SciPy's wheels) keeps its worker threads
 spinning for a while after each multi-threaded call, waiting for the next. A fit's
-Lloyd steps run in torch's own thread pool; on a machine with as many cores as torch
-has threads, OpenBLAS's spinning threads take cores from torch's, and every torch
-operation waits for the operating system to hand them back. Measured on 2 cores (n =
-1e5, d = 32, k = 10, 20 steps): a fit took 175 ms after a NumPy product, 101 ms with
-NumPy's BLAS held to one thread; KMeans' own fits got faster too. The NumPy products of
-a fit (k-means++ on few candidates, the final assignment in chunks of rows) gain little
-from more BLAS threads, so the whole fit, ``predict`` and ``score`` run with one.
+Lloyd steps run on threads of their own (the CPU step on skformer's pool, the fused
+kernel in torch's); on a machine with as many cores as the step has threads,
+OpenBLAS's spinning threads take cores from them, and every step waits for the
+operating system to hand them back: on two cores a fit that follows a NumPy product
+runs much slower than one with NumPy's BLAS held to one thread, and so do KMeans' own
+fits. The NumPy products of a fit (k-means++ on few candidates, the final assignment in
+chunks of rows) gain little from more BLAS threads, so the whole fit, ``predict`` and
+``score`` run with one.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ token width.
 step it embeds the centres, projects their tokens by four separate maps (A1's keys,
 A3's queries, A1's values through A3's maps, and A4's queries, keys and values inside
 A4), looks up the step's temperatures and concatenates A3's key and value maps again.
-On a CPU the fixed cost of those small operations (a millisecond or two a step) is
-most of a step on a context of a few thousand points. :class:`LearnedStepper` folds what
-is constant across steps into its setup:
+On a CPU the fixed cost of those small operations is most of a step on a context of
+a few thousand points. :class:`LearnedStepper` folds what is constant across steps into
+its setup:
 
 * the centre tokens are ``[c ; code(j)]`` and every map of them is linear, so all seven
   maps are one ``(d, 7e)`` matrix applied to ``c`` plus a ``(k, 7e)`` constant that
@@ -20,10 +20,9 @@ is constant across steps into its setup:
 
 A step is then that product, A1's scale (for a model with ``normalise=True``), A1's
 weights over the ``k`` centres, the points' keys and values updated by them, A3's softmax
-over the points, and A4 among the centres: 97 top-level tensor operations (views
-included) against the streamed step's 119, and no linear layer, weight concatenation or
-exponential of the schedule (on iris 0.75 ms a step against 1.10, on a 2,048-row context
-at d = 32 about 1.4 against 2.0; 2-core AMD EPYC). It equals
+over the points, and A4 among the centres: fewer tensor operations than the streamed
+step, and no linear layer, weight concatenation or exponential of the schedule, so less
+fixed cost a step where that cost dominates (small contexts on a CPU). It equals
 :func:`~skformer.nn.streaming.streamed_step` up to float rounding (the maps are composed
 before they are applied); no gradients.
 """

@@ -124,8 +124,8 @@ def _weights(qc, k, k_sq, scale, log_w):
 
     Fewer than ``_FEW_KEYS`` keys are normalised keys-major (a (b, r, q) layout,
     returned as a transposed view): PyTorch's CPU softmax over a last dimension shorter
-    than one SIMD vector runs element by element, 20 to 40 times slower than across
-    rows. Scores are floored (:func:`_score_floor`); absent keys weigh 0, and a query
+    than one SIMD vector runs element by element, many times slower than across rows.
+    Scores are floored (:func:`_score_floor`); absent keys weigh 0, and a query
     with no key present gets all-zero weights.
     """
     few = k.shape[-2] < _FEW_KEYS

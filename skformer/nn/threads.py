@@ -16,9 +16,10 @@ _PREFIX = "skformer"
 
 def pool(threads: int) -> ThreadPoolExecutor:
     """A process-wide pool of ``threads`` threads, kept between passes and fits: threads
-    made anew for every pass would allocate their temporaries in fresh memory each time
-    (a fifth of a step's time at n=1e5, d=1e4). Keyed by the process too: a forked child
-    (multiprocessing, joblib) inherits the pool object but not its threads."""
+    made anew for every pass would allocate their temporaries in fresh memory each time,
+    and faulting those pages in is a sizeable part of a step on wide sparse data. Keyed
+    by the process too: a forked child (multiprocessing, joblib) inherits the pool
+    object but not its threads."""
     return _process_pool(threads, os.getpid())
 
 

@@ -42,18 +42,19 @@ PRESETS = ("multistep", "fast", "paper")
 
 logger = logging.getLogger("skformer")
 
-# The on-demand budget: schedule candidates, Adam steps, validation tasks. Measured on
-# a quiet 2-core CPU (2 torch threads): 19 s at d=4, k=5; 39 s at d=32, k=10; 57 s at
-# d=64, k=16. A step costs about in proportion to the token width times k, so wider
-# shapes train fewer steps (:func:`on_demand_steps`).
+# The on-demand budget: schedule candidates, Adam steps, validation tasks, as many as
+# keep a run of the common shapes to about a minute on a 2-core CPU, within the 90 s
+# that a first fit may wait. A step costs about in proportion to the token width times
+# k, so wider shapes train fewer steps (:func:`on_demand_steps`) rather than take longer.
 ON_DEMAND = {"schedule_search": 64, "steps": 100, "n_val_tasks": 64}
-# Token width times k up to which the full number of steps runs (d=64, k=16: 68 * 16).
+# Token width times k up to which the full number of steps runs: the largest product
+# measured to train them all within the budget (d=64, k=16: 68 * 16).
 _ON_DEMAND_WIDTH_K = 1100
 _ON_DEMAND_MIN_STEPS = 25
 # The shapes pretrained on demand at all: the envelope measured within the 90 s budget
-# (2 torch threads, a 2-core CPU). Time grows with the width d: d=128 took 68 s at k=4,
-# 66 s at k=16, 69 s at k=20 (41 steps); d=192, k=4 took 106 s and d=256, k=16 91 s.
-# And with k beyond 20: d=16, k=64 took 73 s, d=32, k=64 161 s (with other work running).
+# (2 torch threads, a 2-core CPU). Fewer steps do not keep every shape within it: past
+# 128 features runs overran the budget even with few steps, and so did more than 20
+# clusters at moderate widths.
 ON_DEMAND_MAX_FEATURES = 128
 ON_DEMAND_MAX_CLUSTERS = 20
 
