@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 import torch
 
-from skformer._fit.frame import Frame, ModelFrame
 from skformer._fit.engine import (
     LloydStats,
     choose_backend,
@@ -17,6 +16,7 @@ from skformer._fit.engine import (
     end_step,
     same_partition,
 )
+from skformer._fit.frame import Frame, ModelFrame
 from skformer._fit.sources import ArraySource, grid_rows, sum_parts
 from skformer.reference import lloyd_step as reference_step
 

@@ -16,8 +16,8 @@ from sklearn.utils.extmath import row_norms
 
 from ..nn.threads import ordered_map
 from . import kernels as _kernels
+from .blas import one_blas_thread
 from .frame import UNIT_RANGE, ldexp_csr, power_of_two
-from .threads import one_blas_thread
 
 __all__ = [
     "check_width",
@@ -260,12 +260,12 @@ def _nearest_chunk(x: np.ndarray, centers: np.ndarray, power: int, shift: np.nda
         slack = (x.shape[1] + 8) * _ROUNDING * np.square(x_norm + np.max(c_norm))
         exact = certain & (slack + (x.shape[1] + 8) * _UNDERFLOW <= 1e-9 * dist)
     total = float(dist[exact] @ (w[exact] if w is not None else np.ones(int(exact.sum()))))
-    return _settle(x, centers, labels, certain, exact, total, power, w)
+    return _decide_uncertain(x, centers, labels, certain, exact, total, power, w)
 
 
-def _settle(x: np.ndarray, centers: np.ndarray, labels: np.ndarray, certain: np.ndarray,
-            exact: np.ndarray, total: float, power: int, w: np.ndarray | None
-            ) -> tuple[np.ndarray, float]:
+def _decide_uncertain(x: np.ndarray, centers: np.ndarray, labels: np.ndarray,
+                      certain: np.ndarray, exact: np.ndarray, total: float, power: int,
+                      w: np.ndarray | None) -> tuple[np.ndarray, float]:
     """A chunk's labels and (weighted) sum of squared distances from its certified
     answers: the rows not ``certain`` (m,) take their labels from the literal
     differences, the rows not ``exact`` (m,) their squared distances; ``total`` is the
@@ -296,7 +296,7 @@ def _compiled_chunk(kernels, x: np.ndarray, centers: np.ndarray, power: int,
         np.ascontiguousarray(x), 2.0**-power, shift, cst, c_sq, c_norm,
         _NO_WEIGHTS if w is None else w,
         (d + 8) * _ROUNDING, (d + 8) * _UNDERFLOW, labels, certain, exact)
-    return _settle(x, centers, labels, certain, exact, total, power, w)
+    return _decide_uncertain(x, centers, labels, certain, exact, total, power, w)
 
 
 def check_width(X, centers: np.ndarray) -> None:

@@ -31,12 +31,12 @@ from sklearn.utils.extmath import row_norms
 from sklearn.utils.validation import _is_arraylike_not_scalar, check_array
 
 from ..nn.model import ExactLloydModel
+from .blas import one_blas_thread
 from .engine import Backend, choose_backend, run_lloyd, same_partition
 from .frame import Frame, ModelFrame, ldexp_csr
 from .learned import LearnedPhase, LearnedSetup, context_indices, project_context
 from .screen import ContextScreen
 from .sources import Source, sum_parts
-from .threads import one_blas_thread
 
 __all__ = ["FitResult", "FitSpec", "INIT_SAMPLE", "fit"]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._fit.learned import PATIENCE, LearnedSetup
+from .._fit.learned import LearnedSetup, learned_loop
 from ..nn.inference import LearnedStepper
 from ..nn.kernel import exact_step
 from ..nn.projection import Subspace, lift, principal_subspace
@@ -150,32 +150,15 @@ def _steps(model, context: Context, c, problem, max_iter, tol, rel_tol):
     z_rows, weight = context.z[problem], context.weight[problem]
     stepper = LearnedStepper(model, prepare_points(model, z_rows, None, weight,
                                                    keep_tokens=False), weight)
-    z = context.to_model(c, problem, width)
-    best_z, best = z.clone(), _objective(z_rows, z, weight)
-    reference, stalled = best.clone(), torch.zeros_like(best, dtype=torch.long)
-    n_steps = torch.zeros(c.shape[0], dtype=torch.long, device=c.device)
-    tol_model = tol / context.scale[problem].square()
-    active = torch.arange(c.shape[0], device=c.device)
-    for i in range(max_iter):
-        if active.numel() == 0:
-            break
-        new = stepper.step(z[active], i,
-                           None if active.numel() == c.shape[0] else active)
-        finite = torch.isfinite(new).all(-1).all(-1)
-        shift = (new - z[active])[..., :d].double().square().sum((-1, -2))
-        z[active] = torch.where(finite.view(-1, 1, 1), new, z[active])
-        n_steps[active] += finite.long()
-        objective = _objective(z_rows[active], z[active], weight[active])
-        better = finite & (objective < best[active])
-        best_z[active[better]] = z[active[better]]
-        best[active[better]] = objective[better]
-        if i + 1 < model.schedule:  # the schedule runs to its end
-            reference[active] = best[active]
-            stop = ~finite
-        else:
-            improved = objective < reference[active] * (1.0 - rel_tol)
-            reference[active] = torch.where(improved, objective, reference[active])
-            stalled[active] = torch.where(improved, 0, stalled[active] + 1)
-            stop = ~finite | (shift <= tol_model[active]) | (stalled[active] >= PATIENCE)
-        active = active[~stop]
+
+    def objective(z: torch.Tensor, active: torch.Tensor | None) -> torch.Tensor:
+        if active is None:
+            return _objective(z_rows, z, weight)
+        return _objective(z_rows[active], z, weight[active])
+
+    best_z, n_steps = learned_loop(stepper.step, objective,
+                                   context.to_model(c, problem, width),
+                                   schedule=model.schedule, max_iter=max_iter,
+                                   tol=tol / context.scale[problem].square(), rel_tol=rel_tol,
+                                   d=d)
     return context.to_working(best_z, problem, d, c.dtype, c), n_steps

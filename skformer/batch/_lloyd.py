@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .._fit.engine import contingency, lloyd_loop, same_partition
 from ..nn.kernel import exact_step
 from ._inputs import Block
 
@@ -66,7 +67,8 @@ def _per_call(block: Block, k: int) -> int:
 
 @torch.no_grad()
 def run_lloyd(block: Block, state: RunState, max_iter: int) -> RunState:
-    """Lloyd iterations of every run of ``state`` until each stops (in place).
+    """Lloyd iterations of every run of ``state`` until each stops (in place), by the
+    fit's run loop (:func:`~skformer._fit.engine.lloyd_loop`).
 
     The clusters' sums are scatter-adds of the rows in their order, so a problem's
     numbers are the same to the bit whatever its padding and its neighbours in the
@@ -79,18 +81,15 @@ def run_lloyd(block: Block, state: RunState, max_iter: int) -> RunState:
         Runs from their initial centres (``n_iter`` 0).
     max_iter : int
     """
-    k = state.centres.shape[1]
     e, n = state.problem.numel(), block.x.shape[1]
-    per = _per_call(block, k)
+    per = _per_call(block, state.centres.shape[1])
     centre_mask = block.centre_mask
     previous = torch.full((e, n), -2, dtype=torch.int32, device=block.x.device)
-    active = torch.arange(e, device=block.x.device)
     identity = e == block.x.shape[0] and bool(
         (state.problem == torch.arange(e, device=state.problem.device)).all())
-    for _ in range(max_iter):
-        if active.numel() == 0:
-            break
-        done = []
+
+    def step(active: torch.Tensor, i: int):
+        shifts, unchanged = [], []
         for runs in _groups(active, per):
             full = identity and runs.numel() == e
             problem = state.problem[runs]
@@ -101,13 +100,15 @@ def run_lloyd(block: Block, state: RunState, max_iter: int) -> RunState:
                                else centre_mask[problem])
             new = stats.centres(c)
             labels = stats.labels.to(torch.int32)
-            same = (labels == previous[runs]).all(-1)
-            shift = (new.double() - c.double()).square().sum((-1, -2))
+            unchanged.append((labels == previous[runs]).all(-1))
+            shifts.append((new.double() - c.double()).square().sum((-1, -2)))
             state.centres[runs] = new
             previous[runs] = labels
-            state.n_iter[runs] += 1
-            done.append(same | (shift <= block.tol[problem]))
-        active = active[~torch.cat(done)]
+        return torch.cat(shifts), torch.cat(unchanged)
+
+    runs = torch.arange(e, device=block.x.device)
+    n_iter, _ = lloyd_loop(step, runs, max_iter, block.tol[state.problem])
+    state.n_iter += n_iter
     return state
 
 
@@ -131,19 +132,6 @@ def final_assignment(block: Block, state: RunState) -> RunState:
     return state
 
 
-def _same_partition(a: torch.Tensor, b: torch.Tensor, k: int) -> torch.Tensor:
-    """Whether labels ``a`` and ``b`` (p, n) are one partition renamed, per row (-1 on
-    padding in both)."""
-    p = a.shape[0]
-    valid = a >= 0
-    a0, b0 = a.clamp_min(0), b.clamp_min(0)
-    table = torch.zeros((p, k * k), dtype=torch.int64, device=a.device)
-    table.scatter_add_(1, a0 * k + b0, valid.long())
-    table = table.view(p, k, k) > 0
-    pairs = table.sum((1, 2))
-    return (pairs == table.any(2).sum(1)) & (pairs == table.any(1).sum(1))
-
-
 def pick_best(states: list[RunState]) -> RunState:
     """Per entry, the best of the runs ``states`` (the same entries, in order): KMeans'
     rule, the first, replaced by a later one of lower inertia that is not the same
@@ -154,7 +142,8 @@ def pick_best(states: list[RunState]) -> RunState:
         lower = other.inertia < best.inertia
         if not bool(lower.any()):
             continue
-        take = lower & ~_same_partition(other.labels, best.labels, k)
+        take = lower & ~same_partition(
+            contingency(other.labels, best.labels, k, valid=other.labels >= 0), k)
         best = RunState(best.problem, *(_where(take, a, b) for a, b in (
             (other.centres, best.centres), (other.n_iter, best.n_iter),
             (other.labels, best.labels), (other.inertia, best.inertia))))

@@ -3,7 +3,7 @@
 import numpy as np
 from threadpoolctl import threadpool_info
 
-from skformer._fit.threads import one_blas_thread
+from skformer._fit.blas import one_blas_thread
 from skformer.nn.threads import ordered_map, pool
 
 
