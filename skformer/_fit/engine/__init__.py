@@ -27,12 +27,14 @@ def choose_backend(source: Source, k: int, model: ExactLloydModel | None = None)
     """The backend of a fit of ``k`` clusters on ``source``: sparse rows take the sparse
     backend; dense rows on the CPU the compiled one where numba is; on another device,
     or without numba, the torch one. ``model`` with ``path="dense"``: its literal layer
-    steps (the other backend scores)."""
+    steps (the other backend scores). Where numba is, every backend ends its steps with
+    the compiled kernel (:meth:`~.base.Backend.end_step`)."""
+    compiled = kernels.load()
     if source.sparse:
         from .sparse import SparseBackend
 
         backend: Backend = SparseBackend(source, k)
-    elif source.device.type == "cpu" and kernels.load() is not None:
+    elif source.device.type == "cpu" and compiled is not None:
         from .compiled import CompiledBackend
 
         backend = CompiledBackend(source, k)
@@ -46,5 +48,6 @@ def choose_backend(source: Source, k: int, model: ExactLloydModel | None = None)
                              "matrix, not a dask array; use path='fused'.")
         from .attention import AttentionBackend
 
-        return AttentionBackend(source, model, backend)
+        backend = AttentionBackend(source, model, backend)
+    backend.kernels = compiled
     return backend

@@ -31,10 +31,11 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .. import kernels as _kernels
+from ..kernels import Kernels
+from ..sources import Block
 
-__all__ = ["Backend", "LloydStats", "Stepper", "contingency", "end_step", "means",
-           "same_partition"]
+__all__ = ["Backend", "LloydStats", "Stepper", "contingency", "dense_norms", "end_step",
+           "means", "same_partition"]
 
 
 class LloydStats(NamedTuple):
@@ -69,6 +70,15 @@ and the assignment's statistics out."""
 class Backend(ABC):
     """Lloyd's step, scoring and norms over one data source for ``k`` clusters."""
 
+    kernels: Kernels | None = None
+    """The compiled kernels that end each step (None: NumPy), set when the backend is
+    chosen: every backend of a machine ends its steps alike."""
+
+    def end_step(self, c: np.ndarray, stats: LloydStats, previous: LloydStats | None,
+                 new: np.ndarray | None) -> tuple[np.ndarray, float, bool]:
+        """:func:`end_step` with this backend's kernels."""
+        return end_step(c, stats, previous, new, self.kernels)
+
     @abstractmethod
     def stepper(self) -> Stepper:
         """A new run's step (each run its own: a stepper may keep state across steps)."""
@@ -83,6 +93,12 @@ class Backend(ABC):
     @abstractmethod
     def norms(self) -> float:
         """The points' weighted sum of squared norms (float64)."""
+
+
+def dense_norms(block: Block) -> float:
+    """A dense block's weighted sum of squared norms (float64)."""
+    sq = block.x.double().square().sum(-1)
+    return float((sq if block.w is None else sq * block.w).sum())
 
 
 def means(c: np.ndarray, stats: LloydStats) -> np.ndarray:
@@ -101,12 +117,12 @@ _NO_STATS = (np.empty((0, 0)), np.empty(0))
 
 
 def end_step(c: np.ndarray, stats: LloydStats, previous: LloydStats | None,
-             new: np.ndarray | None) -> tuple[np.ndarray, float, bool]:
+             new: np.ndarray | None, kernels: Kernels | None = None
+             ) -> tuple[np.ndarray, float, bool]:
     """The end of a step from centres ``c`` (k, d) whose assignment has statistics
     ``stats``: the new centres (``new``, or :func:`means`), the squared shift to them
     and whether the statistics equal ``previous`` (then the assignment did not change).
-    One compiled call where numba is (the shift summed in order), else NumPy: whatever
-    the backend, so every container of a fit ends its steps alike.
+    One compiled call with ``kernels`` (the shift summed in order), else NumPy.
 
     Examples
     --------
@@ -115,7 +131,6 @@ def end_step(c: np.ndarray, stats: LloydStats, previous: LloydStats | None,
     >>> new.ravel().tolist(), shift, same
     ([1.0, 10.0], 2.0, False)
     """
-    kernels = _kernels.load()
     if kernels is None:
         if new is None:
             new = means(c, stats)

@@ -2,10 +2,10 @@
 
 Dimension legend: ``m`` rows, ``k`` clusters, ``d`` features, ``D = d + 1`` token width.
 
-The kernels (:mod:`.kernels.step`) step a chunk of rows: per 256 rows one product of the
-tokens ``[x ; 1]`` with ``[-2 c ; |c|^2]``, then each row's nearest centre and its token
-added to that cluster's float64 sums. This module lays the chunks out and hands them to
-the threads:
+The kernels (:mod:`skformer._fit.kernels.step`) step a chunk of rows: per 256 rows one
+product of the tokens ``[x ; 1]`` with ``[-2 c ; |c|^2]``, then each row's nearest centre
+and its token added to that cluster's float64 sums. This module lays the chunks out and
+hands them to the threads:
 
 - **the grid**: each block of a pass (:func:`~skformer._fit.sources.grid_rows`) in chunks
   of ``max(256, CHUNK // k)`` rows from its start (:func:`grid_edges`), whatever the
@@ -14,7 +14,7 @@ the threads:
 - **one pass per step** over data held in memory: the chunks of all the blocks shared
   among the threads at once (one hand-over per step, not one per block); consecutive
   chunks go to each of KMeans' threads (the kernels release the GIL);
-- **row bounds** across the steps of a run (:class:`~.kernels.bounds.RowBounds`,
+- **row bounds** across the steps of a run (:class:`~skformer._fit.kernels.bounds.RowBounds`,
   Hamerly's): from the step after the first :data:`BOUNDS_AFTER`, where a row's
   product is large enough that skipping it pays (:data:`BOUNDS_PRODUCTS`), and paused
   for a while when most rows moved anyway (:data:`BOUNDS_STOP`). The same sums, bit for
@@ -33,12 +33,12 @@ import numpy as np
 from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 
 from ...nn.threads import ordered_map
-from .. import kernels as _kernels
 from ..assign import labels_inertia
+from ..kernels import step as _step
 from ..kernels.bounds import NO_BOUNDS, RowBounds
 from ..kernels.step import NO_WEIGHTS
 from ..sources import Block, Source, merge_tree, sum_parts
-from .base import Backend, LloydStats, Stepper, contingency
+from .base import Backend, LloydStats, Stepper, contingency, dense_norms
 
 __all__ = ["BOUNDS_AFTER", "BOUNDS_PRODUCTS", "BOUNDS_STOP", "CHUNK", "CompiledBackend",
            "Grid", "GridStep", "cpu_score", "grid_edges", "grid_sums"]
@@ -132,7 +132,6 @@ def grid_sums(tokens: np.ndarray, w: np.ndarray | None, cct: np.ndarray, rows: i
     array([[ 0.,  0.],
            [10.,  1.]])
     """
-    kernels = _kernels.load()
     m = tokens.shape[0]
     width, k = cct.shape
     wt = NO_WEIGHTS if w is None else np.ascontiguousarray(w, np.float64)
@@ -142,7 +141,7 @@ def grid_sums(tokens: np.ndarray, w: np.ndarray | None, cct: np.ndarray, rows: i
     edges, block = grid_edges(m, rows, block_rows or m)
     if len(block) <= 1:  # one chunk: no tasks
         out = np.zeros((1, k, width))
-        computed = kernels.chunk_sums(tokens, wt, cct, edges, 0, len(block), out, *kept,
+        computed = _step.chunk_sums(tokens, wt, cct, edges, 0, len(block), out, *kept,
                                       prune)
         if bounds is not None:
             bounds.computed = computed
@@ -157,7 +156,7 @@ def grid_sums(tokens: np.ndarray, w: np.ndarray | None, cct: np.ndarray, rows: i
     def run(first: int) -> tuple[np.ndarray, int]:
         stop = min(chunks, first + per)
         parts = np.zeros((stop - first, k, width))
-        return parts, kernels.chunk_sums(tokens, wt, cct, edges, first, stop, parts, *kept,
+        return parts, _step.chunk_sums(tokens, wt, cct, edges, first, stop, parts, *kept,
                                          prune)
 
     acc = np.zeros((int(block[-1]) + 1 if chunks else 1, k, width))
@@ -171,7 +170,7 @@ def grid_sums(tokens: np.ndarray, w: np.ndarray | None, cct: np.ndarray, rows: i
         owner = block[first : first + len(parts)]
         cuts = np.flatnonzero(np.diff(owner)) + 1
         for lo, hi in zip([0, *cuts], [*cuts, len(parts)], strict=True):
-            kernels.add_in_order(acc[owner[lo]], parts[lo:hi])
+            _step.add_in_order(acc[owner[lo]], parts[lo:hi])
     if bounds is not None:
         bounds.computed = computed
     return acc
@@ -261,12 +260,6 @@ def cpu_score(block: Block, c: np.ndarray, other: np.ndarray | None):
     if other is None:
         return inertia, None
     return inertia, contingency(labels, labels_inertia(rows, other, w)[0], c.shape[0])
-
-
-def dense_norms(block: Block) -> float:
-    """A dense block's weighted sum of squared norms (float64)."""
-    sq = block.x.double().square().sum(-1)
-    return float((sq if block.w is None else sq * block.w).sum())
 
 
 class ResidentStep:

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .base import Backend, end_step
+from .base import Backend
 
 __all__ = ["LloydRun", "lloyd_loop", "run_lloyd"]
 
@@ -100,7 +100,8 @@ def run_lloyd(backend: Backend, c: torch.Tensor, max_iter: int, tol: float, *,
 
     def one(active, i):
         new, stats = step(state["c"])
-        state["c"], shift, same = end_step(state["c"], stats, state["previous"], new)
+        state["c"], shift, same = backend.end_step(state["c"], stats, state["previous"],
+                                                    new)
         state["previous"] = stats
         return np.array([shift]), np.array([same])
 

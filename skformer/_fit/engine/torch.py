@@ -20,8 +20,7 @@ import torch
 
 from ...nn.kernel import Workspace, exact_step
 from ..sources import Block, Source, sum_parts
-from .base import Backend, LloydStats, Stepper, contingency
-from .compiled import cpu_score, dense_norms
+from .base import Backend, LloydStats, Stepper, contingency, dense_norms
 
 __all__ = ["TorchBackend", "block_step"]
 
@@ -65,10 +64,7 @@ def torch_stats(block: Block, c: np.ndarray) -> LloydStats:
 
 def torch_score(block: Block, c: np.ndarray, other: np.ndarray | None):
     """A block's weighted sum of squared distances to the nearest of ``c`` (float64)
-    and, with ``other`` centres, the (k * k,) contingency table: on the CPU by the final
-    assignment's arithmetic, elsewhere by the kernel."""
-    if block.x.device.type == "cpu":
-        return cpu_score(block, c, other)
+    and, with ``other`` centres, the (k * k,) contingency table, by the kernel."""
     stats = block_step(block, torch.from_numpy(c), update=False, inertia=True)
     inertia = float(stats.inertia[0])
     if other is None:
