@@ -45,8 +45,8 @@ __all__ = [
 ]
 
 # Rows per block: about 2**22 values, large enough that the per-block overhead of a step
-# (some thirty tensor operations) stays small beside its arithmetic (per iteration at
-# n = 1e6, d = 32, k = 10: 2**20 values a block took 2.06x KMeans' time, 2**22 1.63x).
+# (some thirty tensor operations on a GPU) stays small beside its arithmetic, small
+# enough that a memmap's or dask array's block is a modest piece of memory.
 _BLOCK_ELEMENTS = 2**22
 # Values per part of the block summary (a memmap's, or the fallback).
 _SUMMARY_VALUES = 2**20
@@ -290,9 +290,9 @@ def _column_moments(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-feature sums of squares and sums (float64, (d,) each) of the rows of tokens
     ``[x ; 1]`` (n, d + 1). float64 rows, or one block of :data:`_VARIANCE_ROWS` rows, by
     NumPy; float32 rows in blocks of :data:`_VARIANCE_ROWS` rows summed in float32, the
-    blocks in float64, by one batched product ``T^T T`` (its diagonal and last row;
-    torch's threads, a fraction of a step at n = 1e6; in float64 that product took 13 ms
-    at n = 1e5, d = 32, NumPy's sums 6.5)."""
+    blocks in float64, by one batched product ``T^T T`` (its diagonal and last row, on
+    torch's threads: float32 sums by NumPy would be slower; in float64 NumPy's own sums
+    beat the product)."""
     n, e = tokens.shape
     if n <= _VARIANCE_ROWS or tokens.dtype == np.float64:
         rows = tokens[:, : e - 1]

@@ -32,8 +32,7 @@ from .threads import ordered_map
 __all__ = ["StepStats", "Workspace", "exact_step", "ordered_sum"]
 
 # Elements of one (problems, rows, k) block of distances: 16 MiB of float32. Fewer,
-# larger blocks pay the few dozen operations of a block less often (per step at n = 1e5,
-# d = 32, 2 threads: k = 100 12.9 -> 11.0 ms, k = 48 7.6 -> 5.7 ms against 2**20).
+# larger blocks pay the few dozen operations of a block less often.
 _BUDGET = 2**22
 # Up to this many centres, a cluster's sum is one (k, rows) x (rows, d) product with the
 # rows' one-hot labels (the fastest segment sum for few clusters); beyond it, a scatter-add.
@@ -41,9 +40,8 @@ _ONE_HOT_MAX = 12
 # A long block's one-hot sums are this many products over parts of its rows.
 _SPLIT = 4
 # Up to this many centres, the nearest centre comes from the minimum's value and an
-# equality (see _nearest); beyond it, from an argmin (NumPy's on the CPU). Measured per
-# step at n = 1e5, d = 32: k = 48 5.7 ms against 10.3 by the argmin, k = 64 7.0 against
-# 8.5, k = 100 level.
+# equality (see _nearest), cheaper than an argmin over few centres; beyond it, from an
+# argmin (NumPy's on the CPU), which costs the same at about 100 centres.
 _EQ_MAX = 64
 # Rows per thread, at least, of a parallel argmin (beyond _EQ_MAX centres).
 _ARGMIN_ROWS = 2**14
@@ -79,8 +77,8 @@ class Workspace:
 
     A step allocates a few blocks of megabytes (distances, one-hot labels, a float64
     copy of the rows). Fresh ones on every call cost page faults, and on the CPU they
-    grow the heap by fragmentation (a fit at n = 1e6, d = 32, k = 100 went from 1.4x to
-    3.4x the data's size in peak memory over ten steps). A workspace hands out the same
+    grow the heap by fragmentation (peak memory grows step after step). A workspace
+    hands out the same
     memory call after call. Not thread-safe: one per thread.
 
     Examples
