@@ -1,22 +1,14 @@
-"""Sparse (CSR) data as a fit source, and the per-block kernels of a sparse fit.
+"""Sparse (CSR) data as a fit source.
 
-Dimension legend: ``n`` samples, ``m`` rows of a block, ``d`` features, ``k`` clusters.
+Dimension legend: ``n`` samples, ``m`` rows of a block, ``d`` features.
 
 A sparse matrix is never densified. Its fit frame is a scale only (a translation by the
 mean would fill in every zero), and the scale is 1 - ``X`` itself, no copy - unless the
 magnitudes leave ``[2**-32, 2**32]`` (:data:`~skformer._fit.frame.UNIT_RANGE`); then a
 power of two, whose copy of the stored values shares ``X``'s column indices and row
-pointers. Blocks are row slices of about
-2**20 stored values handed out as ``scipy.sparse.csr_matrix`` views; the kernels below
-compute, per block, what the dense kernels of :mod:`.lloyd` compute:
-
-- the nearest centre: ``argmin |c|^2 - 2 x.c``, the products summed over each row's
-  stored values in order in the data's dtype (KMeans' sparse kernel);
-- the per-cluster sums and masses, in float64 (one scatter-add of the stored values);
-- squared distances from the same products, ``|x|^2 + |c|^2 - 2 x.c`` (see
-  :func:`~skformer._fit.assign.sparse_nearest`).
-
-The products run on the CPU (scipy's sparse kernels) whatever the fit's device.
+pointers. Blocks are row slices of about 2**20 stored values handed out as
+``scipy.sparse.csr_matrix`` views, on a few threads; the sparse backend
+(:mod:`skformer._fit.engine.sparse`) steps and scores them.
 """
 
 from __future__ import annotations

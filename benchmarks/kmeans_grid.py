@@ -1,0 +1,71 @@
+"""Per-iteration time of the exact step against KMeans' on a grid of shapes.
+
+The grid of issue 33 (item 8): float32, one start (the first ``k`` rows), ``tol = 0``,
+20 iterations, ``ExactLloydTransformer`` and ``KMeans(algorithm="lloyd")`` fitted
+alternately in one process; the marginal time per iteration (long fit less short fit)
+of each, and the median of the paired per-round ratios (:mod:`benchmarks._timing`).
+
+Run: ``python -m benchmarks.kmeans_grid [--reps 5] [--out FILE]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+
+import numpy as np
+from sklearn.cluster import KMeans
+
+from skformer import ExactLloydTransformer
+
+from ._timing import marginal_times, paired_ratio
+
+# (n, d, k) of the grid.
+SHAPES = [(200_000, 16, 32), (100_000, 64, 256), (500_000, 8, 20), (50_000, 128, 64),
+          (20_000, 2, 1000)]
+
+
+def _data(n: int, d: int, k: int) -> np.ndarray:
+    """Uniform points: Lloyd's algorithm keeps moving for many more than 20 steps (both
+    estimators must run every iteration)."""
+    return np.random.default_rng(0).uniform(size=(n, d)).astype(np.float32)
+
+
+def run(shapes, reps: int, max_iter: int = 20) -> list[dict]:
+    """One record per shape."""
+    records = []
+    for n, d, k in shapes:
+        X = _data(n, d, k)
+        init = X[:k].copy()
+
+        def estimators(iterations: int, init=init, k=k) -> dict:
+            common = dict(n_clusters=k, init=init, n_init=1, tol=0.0, max_iter=iterations)
+            return {"ours": ExactLloydTransformer(**common),
+                    "kmeans": KMeans(algorithm="lloyd", **common)}
+
+        times = marginal_times(estimators, X, max_iter=max_iter, reps=reps)
+        ratio = paired_ratio(times["rounds"], "ours", "kmeans")
+        records.append({"n": n, "d": d, "k": k, "ours_ms_per_iter": times["ours_ms_per_iter"],
+                        "kmeans_ms_per_iter": times["kmeans_ms_per_iter"],
+                        "ratio_per_iter": ratio})
+        print(f"n={n:>7} d={d:>3} k={k:>4}: ours {times['ours_ms_per_iter']:.2f} ms/iter, "
+              f"KMeans {times['kmeans_ms_per_iter']:.2f}, paired ratio {ratio:.2f}",
+              flush=True)
+    return records
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    records = run(SHAPES, args.reps)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"machine": platform.processor() or platform.machine(),
+                       "records": records}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
