@@ -1,0 +1,73 @@
+"""The run loops shared by one problem and many: ``lloyd_loop`` (KMeans' stopping rules)
+and ``learned_loop`` (the learned steps' schedule, patience and tolerance).
+
+Each run of a batch stops on its own rule and is stepped no more after it; one run
+through the loop is the same as that run among others.
+"""
+
+import numpy as np
+import torch
+
+from skformer._fit.engine import lloyd_loop
+from skformer._fit.learned import PATIENCE, learned_loop
+
+
+def test_each_run_stops_on_its_own_rule_and_leaves_the_loop():
+    # Run 0 converges strictly at step 2, run 1 by tolerance at step 3, run 2 never.
+    seen = []
+
+    def step(active, i):
+        seen.append(active.tolist())
+        shift = np.array([{0: 5.0, 1: 5.0 if i < 3 else 0.5, 2: 5.0}[r] for r in active])
+        same = np.array([r == 0 and i == 2 for r in active])
+        return shift, same
+
+    n_iter, strict = lloyd_loop(step, np.arange(3), 6, np.full(3, 1.0))
+    assert n_iter.tolist() == [3, 4, 6] and strict.tolist() == [True, False, False]
+    assert seen[3] == [1, 2] and seen[4] == [2]
+    # Run 1 alone (its index 0 here): what it was among the others.
+    alone, _ = lloyd_loop(lambda active, i: tuple(v[[1]] for v in step(np.arange(3), i)),
+                          np.arange(1), 6, np.ones(1))
+    assert alone.tolist() == [4]
+
+
+def test_the_loop_takes_tensors_as_well():
+    n_iter, strict = lloyd_loop(lambda a, i: (torch.full(a.shape, 2.0, dtype=torch.float64),
+                                              torch.zeros(a.shape, dtype=torch.bool)),
+                                torch.arange(2), 5, torch.tensor([3.0, 1.0]))
+    assert n_iter.tolist() == [1, 5] and strict.tolist() == [False, False]
+
+
+def _objective_of(values):
+    """An objective read from ``values[run][step]`` (the step count so far)."""
+
+    def objective(z, active):
+        return torch.tensor([values[int(r)][int(z[j, 0, 0])]
+                             for j, r in enumerate(range(len(z)) if active is None
+                                                   else active)], dtype=torch.float64)
+
+    return objective
+
+
+def test_learned_runs_finish_the_schedule_then_stop_by_patience_or_tolerance():
+    # Centres hold their step count in entry [0, 0] (shift 1 per step); run 0's
+    # objective stalls after the schedule, run 1's keeps improving, run 2 gets
+    # non-finite centres at step 4 (not counted).
+    values = {0: [10.0, 9.0, 8.0] + [8.0] * 20, 1: [10.0 - s * 0.1 for s in range(30)],
+              2: [10.0 - s for s in range(30)]}
+    objective = _objective_of(values)
+
+    def step(z, i, active):
+        new = z + 1.0
+        runs = range(len(z)) if active is None else active.tolist()
+        for j, r in enumerate(runs):
+            if r == 2 and i == 4:
+                new[j] = float("nan")
+        return new
+
+    z = torch.zeros((3, 1, 1))
+    best, n_steps = learned_loop(step, objective, z, schedule=2, max_iter=12,
+                                 tol=torch.zeros(3, dtype=torch.float64), rel_tol=1e-4, d=1)
+    assert n_steps.tolist() == [2 + PATIENCE, 12, 4]
+    # The best centres are those of least objective: run 0's first reached 8.0.
+    assert best[:, 0, 0].tolist() == [2.0, 12.0, 4.0]
