@@ -62,6 +62,11 @@ _BENCHMARKS = {
         "the learned mode at users' shapes (pixels, digits, embeddings, PQ sub-spaces): "
         "first-fit time, headroom captured, ratio to Lloyd from k-means++ starts",
     ),
+    "pq": (
+        "benchmarks.pq",
+        "product-quantisation codebooks: batch_k_means against a loop of KMeans from the "
+        "same starts and faiss' ProductQuantizer (time, quantisation error)",
+    ),
     "equal-time": (
         "benchmarks.equal_time",
         "the learned mode at equal time: TransformerKMeans(learned_starts=r) against KMeans' "

@@ -27,6 +27,7 @@ from .._fit.learned import LearnedSetup, auto_context
 from ..seeding import ProblemStreams, kmeans_plusplus, kmeans_plusplus_draws, random_rows
 from ..store.selection import choose_model
 from ._inputs import Block, Problems, as_problems, warn_explicit_init
+from ._large import fit_large, large_problems, split_blocks
 from ._learned import context_of, learned_steps
 from ._lloyd import RunState, final_assignment, pick_best, run_lloyd, split_runs
 
@@ -281,6 +282,11 @@ def batch_k_means(
     is one block and its distances, whatever ``b``. On a CPU a problem's results are
     the same to the bit in any batch.
 
+    On a CPU, a problem of at least 8192 rows and 2**19 rows x clusters is run apart,
+    by :class:`~skformer.ExactLloydTransformer`'s one-problem driver (compiled kernels
+    that skip distances with bounds), from the batch's own initial centres, with the
+    same result; calls with ``learned_starts >= 1`` keep every problem in the batch.
+
     Examples
     --------
     >>> import numpy as np
@@ -313,7 +319,8 @@ def batch_k_means(
     labels = torch.full((b, n_max), -1, dtype=torch.int64, device=dev)
     inertia = torch.empty(b, dtype=torch.float64, device=dev)
     n_iter = torch.empty(b, dtype=torch.int64, device=dev)
-    for index in problems.blocks:
+    small, large = split_blocks(problems.blocks, large_problems(problems, learned_starts))
+    for index in small:
         block = problems.block(index, float(tol))
         p = len(index)
         if explicit is not None:
@@ -328,10 +335,14 @@ def batch_k_means(
                                        tol=float(tol))
         best = pick_best(split_runs(state, p))
         where = torch.as_tensor(index, device=dev)
-        centres[where] = block.to_user(best.centres)
+        centres[where, : best.centres.shape[1]] = block.to_user(best.centres)
         labels[where, : block.x.shape[1]] = best.labels
         inertia[where] = block.squared_to_user(best.inertia)
         n_iter[where] = best.n_iter
+    fit_large(problems, large, explicit=explicit,
+              seed=lambda block, r: _seed(block, init, streams.child(r)), n_init=n_init,
+              max_iter=int(max_iter), tol=float(tol), centres=centres, labels=labels,
+              inertia=inertia, n_iter=n_iter)
     _warn_distinct(labels, problems.ks)
     centre_rows = torch.arange(k_max, device=dev) < torch.as_tensor(problems.ks, device=dev
                                                                    ).unsqueeze(-1)
