@@ -1,6 +1,11 @@
 """The fit's thread helpers: the shared BLAS limit and the in-order parallel map."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
+import pytest
 from threadpoolctl import threadpool_info
 
 from skformer._fit.blas import one_blas_thread
@@ -42,3 +47,34 @@ def test_ordered_map_parts_write_into_one_array():
     for _ in ordered_map(part, [0, 5], threads=2):
         pass
     assert out.tolist() == [0] * 5 + [5] * 5
+
+
+def test_cpu_threads_is_the_count_before_the_hold():
+    from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
+
+    from skformer._fit.blas import cpu_threads
+
+    before = _openmp_effective_n_threads()
+    with one_blas_thread():
+        with one_blas_thread():  # nested: the outermost reading holds
+            assert cpu_threads() == before
+    assert cpu_threads() == before
+
+
+def test_an_openmp_blas_does_not_take_the_fits_threads():
+    # faiss-cpu ships an OpenMP OpenBLAS sharing scikit-learn's OpenMP runtime: holding
+    # that BLAS to one thread also sets OpenMP's count to one. The fit's own threads
+    # keep the count from before the hold. In a child: importing faiss changes the
+    # process.
+    pytest.importorskip("faiss")
+    code = (
+        "import faiss\n"
+        "from sklearn.utils._openmp_helpers import _openmp_effective_n_threads as n\n"
+        "from skformer._fit.blas import cpu_threads, one_blas_thread\n"
+        "before = n()\n"
+        "with one_blas_thread():\n"
+        "    print(before, n(), cpu_threads())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "OMP_NUM_THREADS": "2"}).stdout.split()
+    before, inside, ours = map(int, out)
+    assert ours == before == 2

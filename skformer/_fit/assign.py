@@ -11,12 +11,11 @@ import threading
 import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import euclidean_distances
-from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 from sklearn.utils.extmath import row_norms
 
 from ..nn.threads import ordered_map
 from . import kernels as _kernels
-from .blas import one_blas_thread
+from .blas import cpu_threads, one_blas_thread
 from .frame import UNIT_RANGE, ldexp_csr, power_of_two
 
 __all__ = [
@@ -448,7 +447,7 @@ def _dense_labels_inertia(X, centers, sample_weight):
     # Chunks on a few threads (NumPy releases the GIL), their parts summed in order.
     starts = range(0, X.shape[0], rows)
     inertia = 0.0
-    for part in ordered_map(chunk, starts, min(len(starts), _openmp_effective_n_threads())):
+    for part in ordered_map(chunk, starts, min(len(starts), cpu_threads())):
         inertia += part
     return labels, inertia
 

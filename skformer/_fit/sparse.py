@@ -16,7 +16,6 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 import torch
-from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
 from ..nn.threads import ordered_map
@@ -25,6 +24,7 @@ from .assign import (
     labels_inertia,
     sparse_row_slices,
 )
+from .blas import cpu_threads
 from .frame import UNIT_RANGE, Frame
 from .sources import Block, Source, Summary, WeightStats
 
@@ -103,7 +103,7 @@ class SparseSource(Source):
         # block per thread in flight (a Lloyd partial is n_clusters x n_features).
         blocks = list(self.blocks())
         parts = ordered_map(lambda block: func(block, *args), blocks,
-                            min(len(blocks), _openmp_effective_n_threads()))
+                            min(len(blocks), cpu_threads()))
         result = None
         for part in parts:
             result = part if result is None else combine([result, part])

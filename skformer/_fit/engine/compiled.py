@@ -30,10 +30,10 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.utils._openmp_helpers import _openmp_effective_n_threads
 
 from ...nn.threads import ordered_map
 from ..assign import labels_inertia
+from ..blas import cpu_threads
 from ..kernels import step as _step
 from ..kernels.bounds import NO_BOUNDS, RowBounds
 from ..kernels.step import NO_WEIGHTS
@@ -201,7 +201,7 @@ class GridStep:
         self.rows = max(256, grid.chunk // k)
         self.cct = np.empty((width, k), dtype=tokens.dtype)
         self.w, self.bounds = w, None
-        self.threads = _openmp_effective_n_threads() if m > self.rows else 1
+        self.threads = cpu_threads() if m > self.rows else 1
         # Whether the run may keep bounds, whether it keeps them now, and else how many
         # steps are left before it starts them (again) and the wait after a pause.
         self._may = bounds and k * width >= grid.bounds_products
