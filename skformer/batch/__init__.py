@@ -26,10 +26,10 @@ from sklearn.exceptions import ConvergenceWarning
 from .._fit.learned import LearnedSetup, auto_context
 from ..seeding import ProblemStreams, kmeans_plusplus, kmeans_plusplus_draws, random_rows
 from ..store.selection import choose_model
-from ._inputs import Block, Problems, as_problems, warn_explicit_init
+from ._inputs import ProblemBlock, Problems, as_problems, warn_explicit_init
 from ._large import fit_large, large_problems, split_blocks
 from ._learned import context_of, learned_steps
-from ._lloyd import RunState, final_assignment, pick_best, run_lloyd, split_runs
+from ._lloyd import RunState, final_assignment, pick_best, run_batch_lloyd, split_runs
 
 __all__ = ["BatchKMeansResult", "batch_k_means"]
 
@@ -105,7 +105,7 @@ def _explicit_init(init, problems: Problems) -> torch.Tensor:
     return out
 
 
-def _seed(block: Block, init, streams: ProblemStreams) -> torch.Tensor:
+def _seed(block: ProblemBlock, init, streams: ProblemStreams) -> torch.Tensor:
     """Initial centres (p, k_max, d) of one run of each of the block's problems (working
     frame), from each problem's own stream."""
     p, n, d = block.x.shape
@@ -146,15 +146,15 @@ def _learned_model(problems: Problems, learned_starts: int, init) -> LearnedSetu
                         choice.project)
 
 
-def _lloyd_runs(block: Block, problem: torch.Tensor, starts: torch.Tensor,
+def _lloyd_runs(block: ProblemBlock, problem: torch.Tensor, starts: torch.Tensor,
                 max_iter: int) -> RunState:
     """Lloyd runs of ``problem`` (rows of the block) from ``starts``, to the end."""
     state = RunState(problem, starts.clone(), torch.zeros(problem.numel(), dtype=torch.int64,
                                                           device=starts.device))
-    return final_assignment(block, run_lloyd(block, state, max_iter))
+    return final_assignment(block, run_batch_lloyd(block, state, max_iter))
 
 
-def _with_learned_runs(block: Block, state: RunState, starts: torch.Tensor,
+def _with_learned_runs(block: ProblemBlock, state: RunState, starts: torch.Tensor,
                        setup: LearnedSetup, streams: ProblemStreams, *, n_init: int,
                        learned_starts: int, max_iter: int, tol: float) -> RunState:
     """Each run of ``state`` (from ``starts``) against its learned runs: the first from

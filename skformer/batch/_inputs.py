@@ -5,7 +5,7 @@ Dimension legend: ``b`` problems, ``n`` rows (padded), ``k`` clusters, ``d`` fea
 
 Whatever the caller passes (a 3-D array or tensor with optional ``lengths``, or a list
 of 2-D arrays), the problems end up as :class:`Problems`: per-problem sizes and
-clusters, and a way to build each :class:`Block` of problems in the working frame on
+clusters, and a way to build each :class:`ProblemBlock` of problems in the working frame on
 demand (one block at a time is held, so the extra memory stays bounded whatever ``b``).
 """
 
@@ -20,7 +20,7 @@ import torch
 
 from .._base import SUPPORTED_DEVICES, resolve_device
 
-__all__ = ["Block", "Problems", "as_problems"]
+__all__ = ["ProblemBlock", "Problems", "as_problems"]
 
 # Values of one block of problems (its working copy): 2**22 float32 values are 16 MiB.
 _BLOCK_VALUES = 2**22
@@ -58,7 +58,7 @@ def ldexp(v: torch.Tensor, exponent) -> torch.Tensor:
 
 
 @dataclass
-class Block:
+class ProblemBlock:
     """Problems ``index`` in the working frame: each translated by the mean of its rows
     and scaled by a power of two (exact), so that squared distances neither cancel nor
     overflow; padded rows are zeros."""
@@ -151,7 +151,7 @@ class Problems:
     blocks: list[np.ndarray]
     """Problem indices of each block."""
 
-    def block(self, index: np.ndarray, tol: float) -> Block:
+    def block(self, index: np.ndarray, tol: float) -> ProblemBlock:
         """The working copy of problems ``index`` (the rows' mean and scale, in one pass)."""
         lengths = self.lengths[index]
         dev = self.device
@@ -183,7 +183,7 @@ class Problems:
         if mask is not None:
             x.masked_fill_(~mask.unsqueeze(-1), 0.0)
         tol_abs = ldexp(variance.mean(-1) * tol, 2 * (scaled - power))
-        return Block(index, x, mask, weight, lengths_t,
+        return ProblemBlock(index, x, mask, weight, lengths_t,
                      torch.as_tensor(self.ks[index], device=dev), offset, power, tol_abs)
 
 
@@ -211,7 +211,7 @@ def _frame(x: torch.Tensor, lengths: torch.Tensor):
     float64 sums cannot overflow): neither their sum (data near 1.7e308) nor their
     squares (beyond 1e154) overflow, and since a power of two commutes with rounding
     the mean is the unscaled one's. Where the range of the rows overflows, the power is
-    float64's ``maxexp`` (the :class:`Block` then computes in halves)."""
+    float64's ``maxexp`` (the :class:`ProblemBlock` then computes in halves)."""
     p, n, d = x.shape
     owner = torch.arange(p, device=x.device).repeat_interleave(n)
     with torch.no_grad():

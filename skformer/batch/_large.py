@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from .._fit import FitSpec, as_source, fit
-from ._inputs import Block, Problems
+from ._inputs import ProblemBlock, Problems
 from ._lloyd import RunState, pick_best
 
 __all__ = ["LARGE_ROWS", "LARGE_WORK", "fit_large", "large_problems", "split_blocks"]
@@ -95,7 +95,7 @@ def _one_run(x: np.ndarray, w: np.ndarray | None, start: np.ndarray, max_iter: i
 
 
 def fit_large(problems: Problems, blocks: list[np.ndarray], *,
-              explicit: torch.Tensor | None, seed: Callable[[Block, int], torch.Tensor],
+              explicit: torch.Tensor | None, seed: Callable[[ProblemBlock, int], torch.Tensor],
               n_init: int, max_iter: int, tol: float, centres: torch.Tensor,
               labels: torch.Tensor, inertia: torch.Tensor, n_iter: torch.Tensor) -> None:
     """Cluster the problems of ``blocks`` one by one with the one-problem driver,

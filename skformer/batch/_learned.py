@@ -25,7 +25,7 @@ from ..nn.inference import LearnedStepper
 from ..nn.kernel import exact_step
 from ..nn.projection import Subspace, lift, principal_subspace
 from ..nn.streaming import prepare_points
-from ._inputs import Block
+from ._inputs import ProblemBlock
 
 __all__ = ["Context", "context_of", "learned_steps"]
 
@@ -78,7 +78,7 @@ class Context:
         return out.to(dtype)
 
 
-def context_of(block: Block, setup: LearnedSetup, uniforms: torch.Tensor | None) -> Context:
+def context_of(block: ProblemBlock, setup: LearnedSetup, uniforms: torch.Tensor | None) -> Context:
     """The block's context rows (all rows, or ``max_context`` of them drawn per problem
     with ``uniforms`` (p, n), one per row) in the model's frame."""
     x, mask = block.x, block.mask

@@ -21,9 +21,9 @@ import torch
 
 from .._fit.engine import contingency, lloyd_loop, same_partition
 from ..nn.kernel import exact_step
-from ._inputs import Block
+from ._inputs import ProblemBlock
 
-__all__ = ["RunState", "final_assignment", "pick_best", "run_lloyd", "split_runs"]
+__all__ = ["RunState", "final_assignment", "pick_best", "run_batch_lloyd", "split_runs"]
 
 # Largest (runs, rows, k) block of distances of one kernel call.
 _BUDGET = 2**20
@@ -51,7 +51,7 @@ def _groups(active: torch.Tensor, per: int):
         yield active[s : s + per]
 
 
-def _rows(block: Block, problem: torch.Tensor, full: bool):
+def _rows(block: ProblemBlock, problem: torch.Tensor, full: bool):
     """The rows, mask and weights of runs' problems ``problem`` (views for ``full``)."""
     if full:
         return block.x, block.mask, block.weight
@@ -59,14 +59,14 @@ def _rows(block: Block, problem: torch.Tensor, full: bool):
     return pick(block.x), pick(block.mask), pick(block.weight)
 
 
-def _per_call(block: Block, k: int) -> int:
+def _per_call(block: ProblemBlock, k: int) -> int:
     """Runs per kernel call: as many whole problems as the distance budget holds."""
     n = block.x.shape[1]
     return max(1, _BUDGET // max(1, n * k))
 
 
 @torch.no_grad()
-def run_lloyd(block: Block, state: RunState, max_iter: int) -> RunState:
+def run_batch_lloyd(block: ProblemBlock, state: RunState, max_iter: int) -> RunState:
     """Lloyd iterations of every run of ``state`` until each stops (in place), by the
     fit's run loop (:func:`~skformer._fit.engine.lloyd_loop`).
 
@@ -76,7 +76,7 @@ def run_lloyd(block: Block, state: RunState, max_iter: int) -> RunState:
 
     Parameters
     ----------
-    block : Block
+    block : ProblemBlock
     state : RunState
         Runs from their initial centres (``n_iter`` 0).
     max_iter : int
@@ -113,7 +113,7 @@ def run_lloyd(block: Block, state: RunState, max_iter: int) -> RunState:
 
 
 @torch.no_grad()
-def final_assignment(block: Block, state: RunState) -> RunState:
+def final_assignment(block: ProblemBlock, state: RunState) -> RunState:
     """Each run's labels and inertia under its final centres (in place)."""
     k = state.centres.shape[1]
     per = _per_call(block, k)
