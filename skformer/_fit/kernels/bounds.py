@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .cache import kernel
+from .cache import helper, kernel
 
 __all__ = ["NO_BOUNDS", "RowBounds", "keeps_centre", "move_bounds", "set_bounds"]
 
@@ -23,7 +23,7 @@ _OUT = 1.0 + 4 * np.finfo(np.float64).eps
 _IN = 1.0 - 4 * np.finfo(np.float64).eps
 
 
-@kernel
+@helper
 def keeps_centre(row, labels, rows, moves, slack):  # pragma: no cover - compiled
     """Hamerly's test of ``row`` after the centres moved by ``moves``: its bounds are
     moved (the distance to its centre at most ``up``, to any other at least ``down``)
@@ -38,7 +38,7 @@ def keeps_centre(row, labels, rows, moves, slack):  # pragma: no cover - compile
                           > slack[0] * rows[2, row] + slack[1])
 
 
-@kernel
+@helper
 def set_bounds(row, best, low, second, labels, rows, slack):  # pragma: no cover - compiled
     """The bounds of ``row`` from its computed values: ``low`` to its nearest centre
     ``best`` and ``second`` to the next (each up to ``|x|^2``), widened by the margin."""

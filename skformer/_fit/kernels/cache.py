@@ -44,7 +44,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["jit", "kernel", "user_folder"]
+__all__ = ["helper", "jit", "kernel", "user_folder"]
 
 logger = logging.getLogger("skformer")
 
@@ -272,5 +272,15 @@ def _nogil() -> Callable:
 def kernel(func: Callable) -> Callable:
     """Decorator of a kernel where it is defined: ``func`` compiled by numba (releasing
     the GIL) on its first call per signature, kept on disk by :func:`jit`. A kernel may
-    call other kernels; they are compiled into it."""
+    call other kernels and helpers; they are compiled into it."""
     return _nogil()(func)
+
+
+def helper(func: Callable) -> Callable:
+    """Decorator of a small kernel called per row by other kernels: inlined into each
+    caller where numba reads it (a call per row, not inlined across numba's compiled
+    libraries, costs more than the helper's work), so it is compiled and kept on disk
+    only as part of its callers."""
+    import numba
+
+    return numba.njit(inline="always", nogil=True)(func)

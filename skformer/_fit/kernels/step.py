@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .bounds import keeps_centre, set_bounds
-from .cache import kernel
+from .cache import helper, kernel
 
 __all__ = ["NO_WEIGHTS", "ROWS", "add_in_order", "add_rows", "chunk_sums", "end_step",
            "nearest_centre", "second_lowest"]
@@ -33,7 +33,7 @@ _WINDOW = 8 * ROWS
 NO_WEIGHTS = np.empty(0)
 
 
-@kernel
+@helper
 def nearest_centre(dist):  # pragma: no cover - compiled
     """The index of the lowest of the values ``dist`` (k,) (the first on ties) and that
     value."""
@@ -46,7 +46,7 @@ def nearest_centre(dist):  # pragma: no cover - compiled
     return best, low
 
 
-@kernel
+@helper
 def second_lowest(dist, best):  # pragma: no cover - compiled
     """The lowest of the values ``dist`` (k,) other than entry ``best`` (inf if none),
     as float64. A pass of its own: one loop keeping both lowest values is slower."""
@@ -63,7 +63,7 @@ def second_lowest(dist, best):  # pragma: no cover - compiled
     return np.float64(other)
 
 
-@kernel
+@helper
 def add_rows(acc, t, w, nearest, a, b):  # pragma: no cover - compiled
     """Rows ``a`` to ``b - 1`` of tokens ``t`` (m, D), each weighted by ``w`` (m,)
     float64 (empty: 1), added in row order to the float64 sums ``acc`` (k, D) of its
