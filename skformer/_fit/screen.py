@@ -79,16 +79,21 @@ class ContextScreen:
         rows = np.ascontiguousarray(rows)
         self.source = ArraySource(rows, weight, torch.device("cpu"))
         self.source.set_frame(Frame(np.zeros(rows.shape[1], dtype=rows.dtype), 0))
-        self.x2: float | None = None
         self.max_iter = max_iter
+        # Chosen on the first settle (a screen serves one fit: one number of clusters),
+        # with the context's squared norms.
+        self._backend = None
+        self._x2 = 0.0
 
     def settle(self, c: torch.Tensor) -> Settled:
         """Exact Lloyd steps on the context from centres ``c`` (k, d) to a fixed point
         (or ``max_iter`` steps), and the context's inertia there."""
-        backend = choose_backend(self.source, c.shape[0])
-        if self.x2 is None:
-            self.x2 = backend.norms()
-        end = run_lloyd(backend, c.detach().cpu(), self.max_iter, 0.0, x2=self.x2, log=False)
+        backend = self._backend
+        if backend is None:
+            backend = self._backend = choose_backend(self.source, c.shape[0])
+            self._x2 = backend.norms()
+        end = run_lloyd(backend, c.detach().cpu(), self.max_iter, 0.0, x2=self._x2,
+                        log=False)
         inertia = end.inertia
         if inertia is None:  # stopped by max_iter: one scoring pass of the context
             inertia = backend.score(end.centers.numpy())[0]

@@ -96,13 +96,13 @@ def run_lloyd(backend: Backend, c: torch.Tensor, max_iter: int, tol: float, *,
     logged (steps that are not the fit's own, such as the context screen's).
     """
     step = backend.stepper()
-    state = {"c": c.detach().cpu().numpy(), "previous": None}
+    cn, previous = c.detach().cpu().numpy(), None
 
     def one(active, i):
-        new, stats = step(state["c"])
-        state["c"], shift, same = backend.end_step(state["c"], stats, state["previous"],
-                                                    new)
-        state["previous"] = stats
+        nonlocal cn, previous
+        new, stats = step(cn)
+        cn, shift, same = backend.end_step(cn, stats, previous, new)
+        previous = stats
         return np.array([shift]), np.array([same])
 
     def report(i, active, shift, same):
@@ -115,8 +115,6 @@ def run_lloyd(backend: Backend, c: torch.Tensor, max_iter: int, tol: float, *,
     log = log and logger.isEnabledFor(logging.INFO)
     n_iter, strict = lloyd_loop(one, np.arange(1), max_iter, np.array([tol]),
                                 report=report if log else None)
-    cn = state["c"]
-    inertia = None
-    if strict[0] and x2 is not None:
-        inertia = state["previous"].inertia(cn, x2)
+    # Ended by strict convergence: the last statistics are the final assignment's.
+    inertia = previous.inertia(cn, x2) if strict[0] and x2 is not None else None
     return LloydRun(torch.from_numpy(cn).to(c.device), int(n_iter[0]), inertia)
