@@ -6,13 +6,13 @@ The command line ``skformer bench equal-time``; see :mod:`benchmarks.equal_time`
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import asdict
 
 import numpy as np
 
+from benchmarks._records import write_records
 from benchmarks.equal_time.data import DATASETS, DEFAULT, QUICK, datasets
 from benchmarks.equal_time.report import format_curves, format_points, plot_summary, summarise
 from benchmarks.equal_time.runs import FitRecord, limit_threads, load, run_dataset
@@ -93,12 +93,6 @@ def _options(parser: argparse.ArgumentParser, argv) -> argparse.Namespace:
     return args
 
 
-def _write(path: str | None, payload: dict) -> None:
-    if path:
-        with open(path, "w") as f:
-            json.dump(payload, f, indent=1)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; print tables; write ``--out`` and ``--plot``. Returns 0, or 2
     when a learned model is missing or the device is not available."""
@@ -142,7 +136,7 @@ def _run(args: argparse.Namespace, machine: dict) -> int:
                   f"{entry['seconds']:.0f} s, load {_load_text(entry['loadavg_after'])}")
             print(format_points(summarise(new)), flush=True)
             _record(payload, records)
-            _write(args.out, payload)  # rewritten after every data set
+            write_records(args.out, payload)  # rewritten after every data set
     except LookupError as exc:
         print(f"skformer bench equal-time: error: {exc} (pretrain it first with "
               "`skformer pretrain --d D --k K`)", file=sys.stderr)
@@ -150,7 +144,7 @@ def _run(args: argparse.Namespace, machine: dict) -> int:
     summary = _record(payload, records)
     payload["loadavg_after"] = load()
     payload["wall_seconds"] = time.perf_counter() - started
-    _write(args.out, payload)
+    write_records(args.out, payload)
     print("\n# KMeans' curves (medians over seeds)\n" + format_curves(summary))
     print("\n# TransformerKMeans at equal time (medians over seeds)\n" + format_points(summary))
     print(f"\n# wall {payload['wall_seconds']:.0f} s; load before "

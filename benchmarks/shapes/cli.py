@@ -11,6 +11,7 @@ import sys
 import time
 from dataclasses import asdict
 
+from benchmarks._records import write_records
 from benchmarks.equal_time.cli import _source
 from benchmarks.shapes.data import PRESETS, SHAPES, select
 from benchmarks.shapes.report import HEADER, format_row, format_summary, plot_records, summarise
@@ -58,12 +59,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--from-json", metavar="FILE.json",
                    help="run nothing: print the table and draw --plot from a saved --out")
     return p
-
-
-def _write(path: str | None, payload: dict) -> None:
-    if path:
-        with open(path, "w") as f:
-            json.dump(payload, f, indent=1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,11 +127,11 @@ def _run(args, shapes, machine: dict, load) -> int:
         print(format_row(records[-1]), flush=True)
         payload["records"] = [asdict(r) for r in records]
         payload["summary"] = asdict(summarise(records))
-        _write(args.out, payload)  # rewritten after every shape
+        write_records(args.out, payload)  # rewritten after every shape
     summary = summarise(records)
     payload["wall_seconds"] = time.perf_counter() - started
     payload["loadavg_after"] = load()
-    _write(args.out, payload)
+    write_records(args.out, payload)
     print("\n# targets\n" + format_summary(summary))
     print(f"\n# wall {payload['wall_seconds']:.0f} s", flush=True)
     if args.plot and records:

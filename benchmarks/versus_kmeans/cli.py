@@ -6,12 +6,12 @@ The command line ``skformer bench kmeans``; see :mod:`benchmarks.versus_kmeans`.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from dataclasses import asdict
 
 import numpy as np
 
+from benchmarks._records import write_records
 from benchmarks.versus_kmeans.data import DATASETS, make_datasets
 from benchmarks.versus_kmeans.report import (
     format_context,
@@ -55,12 +55,6 @@ def _size(text: str) -> int:
 
 def _context(text: str) -> int | None:
     return None if text.lower() in ("none", "all") else _size(text)
-
-
-def _write(path: str | None, payload: dict) -> None:
-    if path:
-        with open(path, "w") as f:
-            json.dump(payload, f, indent=1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(format_summary(summarise(new)).splitlines()[-1], flush=True)
                 payload["records"] = [asdict(r) for r in records]
                 payload["summaries"] = [asdict(s) for s in summarise(records)]
-                _write(args.out, payload)  # rewritten after every data set
+                write_records(args.out, payload)  # rewritten after every data set
         if args.context:
             ctx = context_experiment(args.context_n, args.context_d, args.k, seeds=seeds,
                                      contexts=args.contexts, cluster_std=args.cluster_std,
@@ -157,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             print(format_context(summaries), flush=True)
             payload["context"] = {"records": [asdict(r) for r in ctx],
                                   "summaries": [asdict(s) for s in summaries]}
-            _write(args.out, payload)
+            write_records(args.out, payload)
     except LookupError as exc:
         print(f"skformer bench kmeans: error: {exc} (pretrain it first with "
               "`skformer pretrain --d D --k K`)", file=sys.stderr)
@@ -171,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {m.estimator} | {m.x_nbytes / 2**20:.1f} | {m.peak_bytes / 2**20:.1f} "
                       f"| {m.over_x:.2f} | {m.method} |")
         payload["memory"] = [None if m is None else asdict(m) for m in mem]
-        _write(args.out, payload)
+        write_records(args.out, payload)
     if args.plot and records:
         title = (f"TransformerKMeans against KMeans: {args.seeds} seeds, n_init={args.n_init}, "
                  f"{machine['device_name']} ({device}, {machine['threads']} threads)")
