@@ -55,12 +55,16 @@ class TaskConfig:
     equal_weights : bool, default=True
         If True, the mixture weights are ``1/k``; if False, ``U(0, 1)^k`` normalised (what
         the paper's code runs; the paper says "sampled from the simplex").
+    n_components : int or None, default=None
+        Mixture components, when not ``n_clusters`` (None). With fewer components than
+        clusters the ``k`` clusters tile a few wide densities, as when pixels are
+        quantised to a palette or a sub-space is given a codebook (not in the paper).
 
     Examples
     --------
     >>> TaskConfig(n_points=64, n_features=2, n_clusters=3, family="laplace")
     TaskConfig(n_points=64, n_features=2, n_clusters=3, family='laplace', scale=0.1, \
-isotropic=True, equal_weights=True)
+isotropic=True, equal_weights=True, n_components=None)
     """
 
     n_points: int = 512
@@ -70,6 +74,7 @@ isotropic=True, equal_weights=True)
     scale: float = 0.1
     isotropic: bool = True
     equal_weights: bool = True
+    n_components: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("n_points", "n_features", "n_clusters"):
@@ -84,6 +89,11 @@ isotropic=True, equal_weights=True)
             raise ValueError(f"n_points={self.n_points} should be >= n_clusters={self.n_clusters}.")
         if self.family not in FAMILIES:
             raise ValueError(f"family must be one of {FAMILIES}, got {self.family!r}.")
+        if self.n_components is not None and (
+                not isinstance(self.n_components, Integral)
+                or isinstance(self.n_components, bool) or self.n_components < 1):
+            raise ValueError(f"n_components must be an int >= 1 or None, got "
+                             f"{self.n_components!r}.")
         if (
             not isinstance(self.scale, Real)
             or isinstance(self.scale, bool)
@@ -225,7 +235,7 @@ def sample_tasks(
     -----
     For each task, in this order of draws:
 
-    1. means ``l_j ~ U(0, 1)^d``;
+    1. means ``l_j ~ U(0, 1)^d`` (``j`` over the ``n_components``, ``k`` by default);
     2. scales ``s_j = scale * 1_d`` (isotropic) or ``scale * U(0, 1)^d``;
     3. weights ``1/k`` (equal) or ``U(0, 1)^k`` normalised;
     4. the component ``a_i`` of each point from the weights, then
@@ -253,19 +263,21 @@ def sample_tasks(
     if not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating dtype, got {dtype}.")
     b, n, d, k = int(batch_size), config.n_points, config.n_features, config.n_clusters
+    components = k if config.n_components is None else int(config.n_components)
     work = torch.promote_types(dtype, torch.float32)
     gen_device = generator.device
 
     def rand(*shape):
         return torch.rand(shape, generator=generator, dtype=work, device=gen_device)
 
-    means = rand(b, k, d)
+    means = rand(b, components, d)
     if config.isotropic:
-        scales = torch.full((b, k, d), config.scale, dtype=work, device=gen_device)
+        scales = torch.full((b, components, d), config.scale, dtype=work, device=gen_device)
     else:
-        scales = config.scale * rand(b, k, d)
+        scales = config.scale * rand(b, components, d)
     weights = (
-        torch.ones(b, k, dtype=work, device=gen_device) if config.equal_weights else rand(b, k)
+        torch.ones(b, components, dtype=work, device=gen_device) if config.equal_weights
+        else rand(b, components)
     )
     component = torch.multinomial(weights, n, replacement=True, generator=generator)  # (b, n)
     index = component.unsqueeze(-1).expand(b, n, d)

@@ -102,6 +102,11 @@ def test_a_warm_start_is_the_first_candidate():
     (dict(bits=2, families=("uniform",)), "families must be among"),
     (dict(bits=2, schedule=2, init=[[1, 1, 1]]), r"init must have shape \(2, 3\)"),
     (dict(bits=2, batch_size=0), "batch_size must be >= 1"),
+    (dict(bits=2, learn=("speed",)), "learn must name"),
+    (dict(bits=2, learn=("step_size",)), "temperatures are not learned needs init"),
+    (dict(bits=2, step_size=False, learn=("step_size",)), "needs step_size=True"),
+    (dict(bits=2, tiling_share=1.5), r"tiling_share must be in \[0, 1\]"),
+    (dict(bits=2, schedule=2, init_step_size=(1.0,)), "init_step_size must be 2 positive"),
 ])
 def test_config_errors(params, match):
     with pytest.raises(ValueError, match=match):
@@ -112,6 +117,95 @@ def test_code_widths():
     assert [code_clusters(b) for b in (1, 2, 5)] == [(2, 2), (3, 4), (17, 32)]
     assert [code_bits(k) for k in (2, 3, 4, 5, 1024, 1025)] == [1, 2, 2, 3, 10, 11]
     assert GenericConfig(bits=9, max_clusters=300).clusters == (257, 300)
+
+
+# -- step sizes ------------------------------------------------------------------------
+
+STEPS = torch.log(torch.tensor([1.0, 1.5, 1.8]))
+
+
+@pytest.mark.parametrize(("d", "k"), [(1, 2), (3, 7), (40, 33)])
+def test_a_step_size_scales_the_move_of_every_centre(d, k):
+    """One step with step size s is c + s (F(c) - c), F the unit step, on every path: the
+    layer (iterate), the inference stepper and the streamed step."""
+    from skformer.nn.inference import LearnedStepper
+    from skformer.nn.streaming import prepare_points, streamed_step
+
+    x, c = _tasks(1, d, k)
+    unit = LearnedKMeansModel.from_schedule(d, k, SCHEDULE).eval()
+    sized = LearnedKMeansModel.from_schedule(d, k, SCHEDULE, log_step_size=STEPS).eval()
+    prepared = prepare_points(sized, x)
+    stepper = LearnedStepper(sized, prepared)
+    for step in (1, 2, 5):  # step 5 uses the last row
+        size = STEPS[min(step, 2)].exp()
+        expected = c + size * (unit(x, c, step=step) - c)
+        torch.testing.assert_close(sized(x, c, step=step), expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(stepper.step(c, step), expected, atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(streamed_step(sized, prepared, c, step=step), expected,
+                                   atol=1e-4, rtol=1e-4)
+
+
+def test_unit_step_sizes_are_eq4():
+    x, c = _tasks(2, 3, 5)
+    unit = LearnedKMeansModel.from_schedule(3, 5, SCHEDULE).eval()
+    ones = LearnedKMeansModel.from_schedule(3, 5, SCHEDULE,
+                                            log_step_size=torch.zeros(3)).eval()
+    torch.testing.assert_close(ones.iterate(x, c, 4), unit.iterate(x, c, 4))
+    assert unit.log_step_size is None and unit.step_size(0) is None
+    assert ones.config["step_size"] and not unit.config["step_size"]
+
+
+@pytest.mark.parametrize(("make", "match"), [
+    (lambda: LearnedKMeansModel(2, 3, step_size=True), "step_size=True needs a schedule"),
+    (lambda: LearnedKMeansModel.from_schedule(2, 3, SCHEDULE, log_step_size=torch.zeros(2)),
+     r"log_step_size must have shape \(3,\)"),
+])
+def test_step_size_errors(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_learning_only_step_sizes_keeps_the_temperatures():
+    init = SCHEDULE.exp().tolist()
+    result = train_generic(GenericConfig(bits=3, init=init, learn=("step_size",),
+                                         init_step_size=(1.2, 1.2, 1.2), **TINY))
+    torch.testing.assert_close(result.log_effective, SCHEDULE)
+    assert result.log_step_size.shape == (3,)
+    assert not torch.allclose(result.log_step_size, torch.full((3,), math.log(1.2)))
+
+
+def test_no_step_sizes_trains_the_temperatures_alone():
+    result = train_generic(GenericConfig(bits=2, step_size=False, **TINY))
+    assert result.log_step_size is None and result.log_effective.shape == (3, 3)
+
+
+def test_tiling_batches_have_fewer_components_than_clusters(monkeypatch):
+    import skformer.training.generic as generic
+
+    seen = []
+    real = generic.sample_tasks
+    monkeypatch.setattr(generic, "sample_tasks",
+                        lambda task, *a, **kw: seen.append(task) or real(task, *a, **kw))
+    for share in (1.0, 0.0):
+        config = GenericConfig(bits=6, tiling_share=share, **TINY)
+        for i in range(6):
+            generic._draw_batch(config, i, generic._streams(i))
+    tiling, paper = seen[:6], seen[6:]
+    assert all(1 <= t.n_components <= t.n_clusters // 8 and t.scale == 0.2 for t in tiling)
+    assert all(t.n_components is None and t.scale == 0.1 for t in paper)
+
+
+def test_step_sizes_stage_keeps_the_source_temperatures(tmp_path):
+    from skformer.store.generic import pretrain_step_sizes
+
+    source = save_schedule(tmp_path / "src.safetensors", SCHEDULE, bits=3, clusters=(5, 8),
+                           features=(2, 4), val_ratio=0.9)
+    stored = pretrain_step_sizes(3, source=source, path=tmp_path / generic_filename(3),
+                                 **{**TINY, "search": 1, "steps": 1})
+    torch.testing.assert_close(stored.log_effective, SCHEDULE)
+    assert stored.log_step_size.shape == (3,)
+    assert stored.metadata["temperature_training"]["val_ratio"] == 0.9
+    assert stored.metadata["training_config"]["learn"] == ["step_size"]
 
 
 # -- files -----------------------------------------------------------------------------
@@ -135,6 +229,22 @@ def test_a_damaged_schedule_file_is_refused(tmp_path, damage, match):
                          features=(2,))
     path.write_bytes(damage(path.read_bytes()))
     with pytest.raises(ModelStoreError, match=match):
+        read_schedule(path)
+
+
+def test_step_sizes_round_trip_and_build_the_model(tmp_path):
+    path = save_schedule(tmp_path / generic_filename(3), SCHEDULE, bits=3, clusters=(5, 8),
+                         features=(2,), log_step_size=STEPS)
+    stored = read_schedule(path)
+    torch.testing.assert_close(stored.log_step_size, STEPS)
+    model = stored.model(4, 7)
+    torch.testing.assert_close(model.log_step_size.detach(), STEPS)
+
+
+def test_a_schedule_with_misshapen_step_sizes_is_refused(tmp_path):
+    path = save_schedule(tmp_path / "s.safetensors", SCHEDULE, bits=3, clusters=(5, 8),
+                         features=(2,), log_step_size=torch.zeros(2))
+    with pytest.raises(ModelStoreError, match=r"'log_step_size' must have shape \(3,\)"):
         read_schedule(path)
 
 

@@ -234,3 +234,23 @@ def test_kmeans_plusplus_errors():
 
     with pytest.raises(ValueError, match="n_clusters must be in"):
         kmeans_plusplus(torch.rand(1, 3, 2), 4, generator=torch.Generator())
+
+
+def test_fewer_components_than_clusters_tile_them():
+    """n_components=1: every point comes from one normal component, so after min-max
+    scaling the points gather near the box's middle (mean absolute deviation about
+    0.8 / 6 of the range), where eight components spread over it."""
+    def spread(components):
+        config = TaskConfig(n_points=400, n_features=2, n_clusters=8,
+                            n_components=components)
+        batch = sample_tasks(config, 3, generator=torch.Generator().manual_seed(0))
+        assert batch.x.shape == (3, 400, 2) and batch.centres.shape == (3, 8, 2)
+        return float((batch.x - batch.x.mean(1, keepdim=True)).abs().mean())
+
+    assert spread(1) < 0.16 < spread(None)
+
+
+@pytest.mark.parametrize("components", [0, 2.5, True])
+def test_n_components_errors(components):
+    with pytest.raises(ValueError, match="n_components must be an int >= 1 or None"):
+        TaskConfig(n_components=components)

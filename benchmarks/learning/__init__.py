@@ -124,17 +124,27 @@ def _paper(args) -> int:
 
 
 def _ship_generic(args) -> int:
-    from skformer.store.generic import generic_filename, pretrain_generic
+    from skformer.store.generic import generic_filename, pretrain_generic, pretrain_step_sizes
 
     folder = Path(args.out)
     for bits in args.bits or range(1, 11):
-        stored = pretrain_generic(bits, path=folder / generic_filename(bits),
-                                  progress=args.progress)
-        meta = stored.metadata
-        print(f"{bits} bits: k in {meta['clusters']}, validation cost after 10 steps "
-              f"{meta['val_ratio']:.4f} of Lloyd's, {meta['training']['seconds']:.0f} s "
-              f"-> {stored.path}", flush=True)
+        target = folder / generic_filename(bits)
+        if args.stage in ("all", "temperature"):
+            stored = pretrain_generic(bits, path=target, progress=args.progress)
+            _report_generic(bits, "temperatures", stored)
+        if args.stage in ("all", "step-size"):
+            stored = pretrain_step_sizes(bits, source=target if target.is_file() else None,
+                                         path=target, progress=args.progress)
+            _report_generic(bits, "step sizes", stored)
     return 0
+
+
+def _report_generic(bits: int, stage: str, stored) -> None:
+    meta = stored.metadata
+    unroll = (meta.get("training_config") or {}).get("unroll", 10)
+    print(f"{bits} bits, {stage}: k in {meta['clusters']}, validation cost after {unroll} "
+          f"steps {meta['val_ratio']:.4f} of Lloyd's, {meta['training']['seconds']:.0f} s "
+          f"-> {stored.path}", flush=True)
 
 
 def _generic(args) -> int:
@@ -186,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bits", type=int, nargs="+", default=None,
                         help="ship-generic: the code widths to train (default 1 to 10)")
     parser.add_argument("--progress", action="store_true", help="ship-generic: progress bars")
+    parser.add_argument("--stage", choices=("all", "temperature", "step-size"), default="all",
+                        help="ship-generic: train the temperatures, then the step sizes on "
+                             "them (all), or one stage")
     args = parser.parse_args(argv)
     if args.measurement in ("ship", "ship-generic"):
         if args.out is None:

@@ -15,7 +15,7 @@ its setup:
 * the centre tokens are ``[c ; code(j)]`` and every map of them is linear, so all seven
   maps are one ``(d, 7e)`` matrix applied to ``c`` plus a ``(k, 7e)`` constant that
   holds the codes' part and the biases: one product a step;
-* the temperatures of every step of the schedule, as floats;
+* the temperatures and step sizes of every step of the schedule, as floats;
 * A3's key and value maps composed with A1's value map.
 
 A step is then that product, A1's scale (for a model with ``normalise=True``), A1's
@@ -102,6 +102,8 @@ class LearnedStepper:
         self.temperatures = [
             (1.0, 1.0, 1.0) if model.temperature(s) is None
             else tuple(float(t) for t in model.temperature(s)) for s in range(steps)]
+        self.step_sizes = [1.0 if model.step_size(s) is None else float(model.step_size(s))
+                           for s in range(steps)]
 
     @torch.no_grad()
     def step(self, c: torch.Tensor, step: int = 0,
@@ -129,4 +131,6 @@ class LearnedStepper:
         a4 = self.a4
         among = distance_attention(q4, k4, v4, gamma=a4.inverse_temperature(q4, k4, t4),
                                    activation=a4.activation, tie_break=a4.tie_break)
-        return c + (update + among)[..., :d]
+        size = self.step_sizes[min(int(step), len(self.step_sizes) - 1)]
+        move = (update + among)[..., :d]
+        return c + (move if size == 1.0 else size * move)

@@ -121,6 +121,7 @@ class KMeansLayer(nn.Module):
         point_weight: torch.Tensor | None = None,
         *,
         temperature: torch.Tensor | None = None,
+        step_size: torch.Tensor | float | None = None,
         points_update: torch.Tensor | None = None,
         generator: torch.Generator | None = None,
     ) -> LayerOutput:
@@ -138,6 +139,9 @@ class KMeansLayer(nn.Module):
             Multipliers of the inverse temperatures of A1, A3 and A4 (a learned step
             schedule; A2, which reads only point tokens, keeps its own so that it stays
             the same at every re-embedded step); None means all ones.
+        step_size : Tensor or float, default=None
+            Multiplier of the centre update: ``C' = C + s (A3 + A4)`` (a learned,
+            over-relaxed step); None is eq. (4)'s ``s = 1``.
         points_update : Tensor of shape (b, n, e), default=None
             A2's output ``A2(points, points)``, if already computed (it reads only the
             point tokens, so re-embedded steps can share it).
@@ -163,13 +167,13 @@ class KMeansLayer(nn.Module):
             if point_weight is not None:
                 ones = point_weight.new_ones(centres.shape[:-1])
                 key_weight = torch.cat([point_weight, ones], dim=-1)
-        centres = (
-            centres
-            + self.centres_to_points(centres, keys, key_weight, temperature=t[1],
-                                     generator=generator)
+        update = (
+            self.centres_to_points(centres, keys, key_weight, temperature=t[1],
+                                   generator=generator)
             + self.centres_to_centres(centres, centres, temperature=t[2], generator=generator)
         )
-        return LayerOutput(points, centres)
+        return LayerOutput(points, centres + (update if step_size is None
+                                              else step_size * update))
 
 
 def _selector(e: int, columns: slice, *, dtype: torch.dtype) -> torch.Tensor:

@@ -60,6 +60,9 @@ class LearnedKMeansModel(nn.Module):
     schedule : int, default=0
         Number of steps with their own learned inverse-temperature multipliers
         (0: none, every step is the same map, as in the paper).
+    step_size : bool, default=False
+        With ``schedule > 0``: a learned multiplier of the centre update per scheduled
+        step (see the module's docstring); False keeps eq. (4)'s unit step.
 
     Attributes
     ----------
@@ -67,6 +70,9 @@ class LearnedKMeansModel(nn.Module):
         The twelve projections of eq. (4).
     log_temperature : Parameter of shape (schedule, 3) or None
         Log inverse-temperature multipliers of A1, A3 and A4 for each scheduled step.
+    log_step_size : Parameter of shape (schedule,) or None
+        Log multipliers of the centre update for each scheduled step
+        (``step_size=True``; zeros, a unit step, at construction).
 
     Examples
     --------
@@ -92,6 +98,7 @@ class LearnedKMeansModel(nn.Module):
         dropout: float = 0.01,
         normalise: bool = False,
         schedule: int = 0,
+        step_size: bool = False,
     ) -> None:
         super().__init__()
         if embedding not in EMBEDDINGS:
@@ -119,6 +126,11 @@ class LearnedKMeansModel(nn.Module):
         self.log_temperature = (
             nn.Parameter(torch.zeros(self.schedule, 3)) if self.schedule else None
         )
+        if step_size and not self.schedule:
+            raise ValueError("step_size=True needs a schedule (schedule >= 1).")
+        self.log_step_size = (
+            nn.Parameter(torch.zeros(self.schedule)) if step_size else None
+        )
 
     @property
     def config(self) -> dict:
@@ -133,6 +145,7 @@ class LearnedKMeansModel(nn.Module):
             "dropout": self.dropout,
             "normalise": self.normalise,
             "schedule": self.schedule,
+            "step_size": self.log_step_size is not None,
         }
 
     def temperature(self, step: int = 0) -> torch.Tensor | None:
@@ -141,6 +154,13 @@ class LearnedKMeansModel(nn.Module):
         if self.log_temperature is None:
             return None
         return self.log_temperature[min(int(step), self.schedule - 1)].exp()
+
+    def step_size(self, step: int = 0) -> torch.Tensor | None:
+        """Multiplier of the centre update at ``step`` (a 0-d tensor), or None for a
+        model without learned step sizes (a unit step)."""
+        if self.log_step_size is None:
+            return None
+        return self.log_step_size[min(int(step), self.schedule - 1)].exp()
 
     @classmethod
     def from_exact(
@@ -197,6 +217,7 @@ class LearnedKMeansModel(nn.Module):
         n_clusters: int,
         log_effective: torch.Tensor,
         *,
+        log_step_size: torch.Tensor | None = None,
         embedding: str = "binary",
     ) -> LearnedKMeansModel:
         """The exact construction at any ``(d, k)`` driven by a shape-free schedule.
@@ -213,6 +234,9 @@ class LearnedKMeansModel(nn.Module):
         n_features, n_clusters : int
         log_effective : Tensor of shape (S, 3)
             Log effective inverse temperatures of A1, A3 and A4 for each of ``S`` steps.
+        log_step_size : Tensor of shape (S,), default=None
+            Log step sizes of the centre update (shape-free as well); None: unit steps
+            and no ``log_step_size`` parameter.
         embedding : {"binary", "onehot"}, default="binary"
 
         Examples
@@ -232,8 +256,16 @@ class LearnedKMeansModel(nn.Module):
             raise ValueError("log_effective must have shape (S, 3) with S >= 1, got "
                              f"{tuple(log_effective.shape)}.")
         model = cls.from_exact(n_features, n_clusters, scale=1.0, embedding=embedding,
-                               normalise=True, schedule=len(log_effective), dropout=0.0)
+                               normalise=True, schedule=len(log_effective), dropout=0.0,
+                               step_size=log_step_size is not None)
         model.set_effective_schedule(log_effective)
+        if log_step_size is not None:
+            log_step_size = torch.as_tensor(log_step_size, dtype=torch.float32)
+            if log_step_size.shape != (len(log_effective),):
+                raise ValueError(f"log_step_size must have shape ({len(log_effective)},), "
+                                 f"got {tuple(log_step_size.shape)}.")
+            with torch.no_grad():
+                model.log_step_size.copy_(log_step_size)
         return model
 
     def _schedule_shift(self) -> float:
@@ -289,7 +321,8 @@ class LearnedKMeansModel(nn.Module):
         points = embed_points(x, self.embedding, self.n_clusters)
         centres = embed_centres(c, self.embedding)
         out = self.layer(points, centres, temperature=self.temperature(step),
-                         points_update=points_update, generator=generator)
+                         step_size=self.step_size(step), points_update=points_update,
+                         generator=generator)
         return out.centres[..., : self.n_features]
 
     def points_update(
@@ -337,7 +370,8 @@ class LearnedKMeansModel(nn.Module):
             points = embed_points(x, self.embedding, self.n_clusters)
             centres = embed_centres(c, self.embedding)
             for t in range(n_steps):
-                points, centres = self.layer(points, centres, temperature=self.temperature(t))
+                points, centres = self.layer(points, centres, temperature=self.temperature(t),
+                                             step_size=self.step_size(t))
                 history.append(centres[..., : self.n_features])
         return torch.stack(history, dim=1)
 

@@ -303,7 +303,8 @@ def finish_step(
     partial : SoftmaxPartial
         A3 over every point, shapes (b, k, 1) and (b, k, e).
     step : int, default=0
-        Index of the step (A4's temperature in the model's schedule).
+        Index of the step (A4's temperature and the step size in the model's
+        schedule).
     plan : StepPlan, default=None
         The step's plan, whose centre tokens are reused.
 
@@ -315,7 +316,9 @@ def finish_step(
     a4 = model.layer.centres_to_centres
     temperature = model.temperature(step)
     t4 = 1.0 if temperature is None else temperature[2]
-    new = tokens + partial.result() + a4(tokens, tokens, temperature=t4)
+    update = partial.result() + a4(tokens, tokens, temperature=t4)
+    size = model.step_size(step)
+    new = tokens + (update if size is None else size * update)
     return new[..., : model.n_features]
 
 

@@ -1,9 +1,10 @@
 """Shape-generic schedules: one small file per binary code width serves every ``(d, k)``.
 
-A file ``generic_b{B}.safetensors`` holds one tensor, ``log_effective`` of shape
-``(S, 3)`` (the log effective inverse temperatures of a schedule trained by
+A file ``generic_b{B}.safetensors`` holds ``log_effective`` of shape ``(S, 3)`` (the
+log effective inverse temperatures of a schedule trained by
 :func:`~skformer.training.generic.train_generic` on tasks of every ``k`` of ``B`` code
-bits), and JSON metadata with a content hash, in the model files' format
+bits), optionally ``log_step_size`` of shape ``(S,)`` (the centre update's learned step
+sizes; a file without it steps as eq. (4)), and JSON metadata with a content hash, in the model files' format
 (:mod:`skformer.store.format`). :func:`generic_model` builds the model for a shape from
 it (:meth:`~skformer.nn.learned.LearnedKMeansModel.from_schedule`): nothing is trained
 at fit time.
@@ -32,9 +33,10 @@ from . import locations
 from .format import ModelStoreError, _atomic_write, _content_hash, _read_header, read_model
 from .locations import find_model
 
-__all__ = ["GENERIC_FORMAT", "SHIPPED_BUDGETS", "SHIPPED_WARM_STARTS", "GenericSchedule",
-           "code_bits", "find_schedule", "generic_filename", "generic_model",
-           "pretrain_generic", "read_schedule", "save_schedule"]
+__all__ = ["GENERIC_FORMAT", "SHIPPED_BUDGETS", "SHIPPED_STEP_SIZE_BUDGETS",
+           "SHIPPED_WARM_STARTS", "GenericSchedule", "code_bits", "find_schedule",
+           "generic_filename", "generic_model", "pretrain_generic", "pretrain_step_sizes",
+           "read_schedule", "save_schedule"]
 
 GENERIC_FORMAT = "skformer-generic-schedule"
 _KEY = "skformer"
@@ -73,26 +75,36 @@ class GenericSchedule:
     """``bits``, ``clusters`` (the k trained on), ``features``, ``val_ratio``,
     ``training_config``, ``training`` (steps, seconds), ``created``, ..."""
     path: Path
+    log_step_size: torch.Tensor | None = None
+    """Shape (S,), float32: the log step sizes of the centre update; None: unit steps."""
 
     def model(self, n_features: int, n_clusters: int) -> LearnedKMeansModel:
         """The model of this schedule at ``(n_features, n_clusters)``, eval mode."""
-        return LearnedKMeansModel.from_schedule(n_features, n_clusters,
-                                                self.log_effective).eval()
+        return LearnedKMeansModel.from_schedule(
+            n_features, n_clusters, self.log_effective,
+            log_step_size=self.log_step_size).eval()
 
 
 def save_schedule(path: str | os.PathLike, log_effective: torch.Tensor, *, bits: int,
                   clusters: tuple[int, int], features, val_ratio: float | None = None,
-                  training_config: dict | None = None, training: dict | None = None) -> Path:
-    """Write a schedule file (atomically), with its metadata and content hash."""
+                  training_config: dict | None = None, training: dict | None = None,
+                  log_step_size: torch.Tensor | None = None,
+                  extra: dict | None = None) -> Path:
+    """Write a schedule file (atomically), with its metadata and content hash
+    (``log_step_size``: the schedule's step sizes, (S,), if it has them; ``extra``: more
+    metadata, JSON-serialisable)."""
     path = Path(path)
     tensors = {"log_effective": torch.as_tensor(log_effective).detach().float().cpu()
                .contiguous()}
+    if log_step_size is not None:
+        tensors["log_step_size"] = (torch.as_tensor(log_step_size).detach().float().cpu()
+                                    .contiguous())
     metadata = json.loads(json.dumps({
         "format": GENERIC_FORMAT, "format_version": 1, "embedding": "binary",
         "bits": int(bits), "clusters": [int(c) for c in clusters],
         "features": [int(d) for d in features],
         "val_ratio": None if val_ratio is None else float(val_ratio),
-        "training_config": training_config, "training": training,
+        "training_config": training_config, "training": training, **(extra or {}),
         "package_version": __version__,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
     }))
@@ -131,7 +143,12 @@ def read_schedule(path: str | os.PathLike) -> GenericSchedule:
     schedule = tensors.get("log_effective")
     if schedule is None or schedule.ndim != 2 or schedule.shape[1] != 3:
         raise ModelStoreError(f"{path}: no (S, 3) tensor 'log_effective'.")
-    return GenericSchedule(schedule.float(), metadata, path)
+    step = tensors.get("log_step_size")
+    if step is not None and tuple(step.shape) != (len(schedule),):
+        raise ModelStoreError(f"{path}: 'log_step_size' must have shape ({len(schedule)},), "
+                              f"got {tuple(step.shape)}.")
+    return GenericSchedule(schedule.float(), metadata, path,
+                           None if step is None else step.float())
 
 
 def _candidates(bits: int) -> list[Path]:
@@ -241,7 +258,10 @@ def pretrain_generic(bits: int, *, path: str | os.PathLike | None = None,
         if isinstance(warm_start, int):
             narrower = locations.shipped_dir() / generic_filename(warm_start)
             if narrower.is_file():
-                init = read_schedule(narrower).log_effective
+                start = read_schedule(narrower)
+                init = start.log_effective
+                if start.log_step_size is not None and "init_step_size" not in params:
+                    params["init_step_size"] = start.log_step_size.exp().tolist()
         else:
             shipped = find_model(*warm_start, embedding="binary", loss="l2")
             if shipped is not None and shipped.parent == locations.shipped_dir():
@@ -252,9 +272,97 @@ def pretrain_generic(bits: int, *, path: str | os.PathLike | None = None,
     result = train_generic(config, progress=progress)
     target = (Path(path) if path is not None
               else locations.cache_dir() / generic_filename(bits))
-    save_schedule(target, result.log_effective, bits=bits, clusters=config.clusters,
+    save_schedule(target, result.log_effective, log_step_size=result.log_step_size,
+                  bits=bits, clusters=config.clusters,
                   features=config.features, val_ratio=result.val_ratio,
                   training_config=config.to_dict(),
                   training={"steps": config.steps, "seconds": round(result.seconds, 1),
                             "history": result.history})
+    return read_schedule(target)
+
+
+# The second stage of the shipped schedules: step sizes learned on the temperatures of
+# the first. The learned steps of a fit run on to convergence with the schedule's last
+# row, so the objective unrolls twice the schedule (the last row's step size is then
+# trained for the steps after it); tasks have 32 points per cluster (a fit's context
+# has more than the first stage's 16) and half of the batches tile a few wide densities
+# with many clusters (pixels, sub-space codebooks). Wide codes train fewer, smaller
+# batches, as in the first stage.
+SHIPPED_STEP_SIZE_BUDGETS = {
+    **{b: {} for b in range(1, 7)},
+    7: {"batch_size": 8},
+    8: {"batch_size": 4, "steps": 30, "search": 12, "n_val_batches": 4},
+    9: {"batch_size": 4, "steps": 15, "search": 4, "n_val_batches": 3, "max_clusters": 320,
+        "points_per_cluster": 16},
+    10: {"batch_size": 2, "steps": 10, "search": 4, "n_val_batches": 3, "max_clusters": 600,
+         "points_per_cluster": 16},
+}
+_STEP_SIZE_STAGE = {"learn": ("step_size",), "unroll": 20, "points_per_cluster": 32,
+                    "search": 24, "tiling_share": 0.5}
+_STEP_SIZE_START = 1.5
+
+
+def pretrain_step_sizes(bits: int, *, source: str | os.PathLike | None = None,
+                        path: str | os.PathLike | None = None, progress: bool = False,
+                        **overrides) -> GenericSchedule:
+    """Learn the step sizes of a code width's schedule, its temperatures kept, and save it.
+
+    Parameters
+    ----------
+    bits : int
+        Code width ``B``.
+    source : path-like, default=None
+        The schedule whose temperatures are kept: None is the one serving ``bits``
+        (:func:`find_schedule`).
+    path : path-like, default=None
+        Where to save: None is the user cache (``generic_b{B}.safetensors``).
+    progress : bool, default=False
+    **overrides
+        :class:`~skformer.training.generic.GenericConfig` fields (default: the shipped
+        budget of the width, :data:`SHIPPED_STEP_SIZE_BUDGETS`).
+
+    Returns
+    -------
+    GenericSchedule
+        As read back from the file: the source's temperatures, the learned step sizes;
+        the source's training is kept in the metadata as ``temperature_training``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "generic_b2.safetensors"
+    >>> s = pretrain_step_sizes(2, path=out, features=(2,), steps=1, search=1,
+    ...                         batch_size=2, n_val_batches=1, min_points=16, unroll=2)
+    >>> tuple(s.log_step_size.shape) == (len(s.log_effective),)
+    True
+    """
+    from ..training.generic import GenericConfig, train_generic
+
+    source = Path(source) if source is not None else find_schedule(bits)
+    if source is None:
+        raise FileNotFoundError(f"no schedule serves {bits} bits: train one first "
+                                "(pretrain_generic).")
+    start = read_schedule(source)
+    init = start.log_effective.exp().tolist()
+    params = {**_STEP_SIZE_STAGE, **SHIPPED_STEP_SIZE_BUDGETS.get(int(bits), {}),
+              "schedule": len(init), "init": init,
+              "init_step_size": (start.log_step_size.exp().tolist()
+                                 if start.log_step_size is not None
+                                 else [_STEP_SIZE_START] * len(init)),
+              **overrides}
+    config = GenericConfig(bits=int(bits), **params)
+    result = train_generic(config, progress=progress)
+    target = (Path(path) if path is not None
+              else locations.cache_dir() / generic_filename(bits))
+    meta = start.metadata
+    save_schedule(target, start.log_effective, log_step_size=result.log_step_size,
+                  bits=bits, clusters=meta.get("clusters", config.clusters),
+                  features=meta.get("features", config.features),
+                  val_ratio=result.val_ratio, training_config=config.to_dict(),
+                  training={"steps": config.steps, "seconds": round(result.seconds, 1),
+                            "history": result.history},
+                  extra={"temperature_training": {
+                      "training_config": meta.get("training_config"),
+                      "training": meta.get("training"), "val_ratio": meta.get("val_ratio"),
+                      "clusters": meta.get("clusters")}})
     return read_schedule(target)

@@ -13,9 +13,11 @@ of ``d``. The result serves every shape of that code width (and, by projection o
 data onto their top principal directions, any ``d``) without training at fit time.
 
 The loop is the ``"multistep"`` preset's on shapes drawn per batch: a random search
-over schedules (:data:`~skformer.training.config.SEARCH_RANGES`), then Adam on the
-``S x 3`` log temperatures against the cost of ``unroll`` re-embedded steps relative to
-as many Lloyd steps from the same starts; the best validation schedule is returned.
+over schedules (:data:`~skformer.training.config.SEARCH_RANGES`, and step sizes in
+:data:`STEP_SIZE_RANGE`), then Adam on the ``S x 3`` log temperatures and the ``S`` log
+step sizes against the cost of ``unroll`` re-embedded steps relative to as many Lloyd
+steps from the same starts; the best validation schedule is returned. A step size is
+shape-free too: it multiplies the move of every centre toward the mean it attends to.
 """
 
 from __future__ import annotations
@@ -36,7 +38,14 @@ from ..tasks import FAMILIES, TaskConfig, sample_tasks
 from .config import SEARCH_RANGES
 from .validation import _starts
 
-__all__ = ["GenericConfig", "GenericResult", "code_clusters", "train_generic"]
+__all__ = ["STEP_SIZE_RANGE", "GenericConfig", "GenericResult", "code_clusters",
+           "train_generic"]
+
+# Step sizes of the random schedules tried (log-uniform): from eq. (4)'s unit step to
+# just under 2, where an over-relaxed step on a centre's own cluster stops shrinking
+# the distance to its mean (|1 - s| < 1).
+STEP_SIZE_RANGE = (1.0, 1.9)
+GENERIC_SEARCH_RANGES = SEARCH_RANGES
 
 
 def code_clusters(bits: int) -> tuple[int, int]:
@@ -82,11 +91,27 @@ class GenericConfig:
     kmeanspp_share : float, default=0.5
         Share of the tasks starting from k-means++ centres (the others: random points).
     families : tuple of str, default=("normal", "laplace")
+    tiling_share : float, default=0.5
+        Share of the batches whose tasks have fewer mixture components than clusters
+        (``TaskConfig.n_components`` drawn from 1 to ``max(1, k // 8)``, scale
+        ``tiling_scale``): clusters that tile a few wide densities, as pixels quantised
+        to a palette, codebooks of sub-spaces and topics of embeddings do. The others
+        have one component per cluster (the paper's tasks).
+    tiling_scale : float, default=0.2
     n_val_batches : int, default=6
         Fixed validation batches (one shape each, drawn like the training batches).
     eval_every : int, default=20
     init : tuple of S x 3 floats or None, default=None
         A starting schedule (effective temperatures); None starts from the search.
+    step_size : bool, default=True
+        Learn a step size of the centre update per scheduled step (False: eq. (4)'s
+        unit step, as the schedules before them).
+    init_step_size : tuple of S floats or None, default=None
+        The starting schedule's step sizes (with ``init``; None: unit steps).
+    learn : tuple of str or None, default=None
+        The parts of the schedule searched and trained, among ``"temperature"`` and
+        ``"step_size"``; the others stay at ``init``'s (``("step_size",)`` fits step
+        sizes to a given temperature schedule). None: every part the schedule has.
     seed : int, default=0
 
     Examples
@@ -110,9 +135,14 @@ class GenericConfig:
     unroll: int = 10
     kmeanspp_share: float = 0.5
     families: tuple[str, ...] = ("normal", "laplace")
+    tiling_share: float = 0.5
+    tiling_scale: float = 0.2
     n_val_batches: int = 6
     eval_every: int = 20
     init: tuple | None = None
+    step_size: bool = True
+    init_step_size: tuple | None = None
+    learn: tuple[str, ...] | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -120,6 +150,8 @@ class GenericConfig:
         object.__setattr__(self, "families", tuple(self.families))
         if self.init is not None:
             object.__setattr__(self, "init", tuple(tuple(map(float, r)) for r in self.init))
+        if self.init_step_size is not None:
+            object.__setattr__(self, "init_step_size", tuple(map(float, self.init_step_size)))
         code_clusters(self.bits)
         if not self.features or min(self.features) < 1:
             raise ValueError(f"features must be widths >= 1, got {self.features!r}.")
@@ -132,6 +164,23 @@ class GenericConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
         if self.init is not None and np.shape(self.init) != (self.schedule, 3):
             raise ValueError(f"init must have shape ({self.schedule}, 3).")
+        object.__setattr__(self, "learn", tuple(
+            self.learn if self.learn is not None
+            else ("temperature", "step_size") if self.step_size else ("temperature",)))
+        if not self.learn or not set(self.learn) <= {"temperature", "step_size"}:
+            raise ValueError("learn must name 'temperature' and/or 'step_size', got "
+                             f"{self.learn!r}.")
+        if "step_size" in self.learn and not self.step_size:
+            raise ValueError("learn=('step_size', ...) needs step_size=True.")
+        if "temperature" not in self.learn and self.init is None:
+            raise ValueError("a schedule whose temperatures are not learned needs init.")
+        if not 0.0 <= self.tiling_share <= 1.0:
+            raise ValueError(f"tiling_share must be in [0, 1], got {self.tiling_share}.")
+        if not self.tiling_scale > 0:
+            raise ValueError(f"tiling_scale must be > 0, got {self.tiling_scale}.")
+        if self.init_step_size is not None and (
+                len(self.init_step_size) != self.schedule or min(self.init_step_size) <= 0):
+            raise ValueError(f"init_step_size must be {self.schedule} positive floats.")
 
     @property
     def clusters(self) -> tuple[int, int]:
@@ -151,6 +200,8 @@ class GenericResult:
 
     log_effective: torch.Tensor
     """The best validation schedule, shape (S, 3) (log effective temperatures)."""
+    log_step_size: torch.Tensor | None
+    """Its log step sizes, shape (S,); None with ``config.step_size=False``."""
     config: GenericConfig
     history: list[dict]
     """One row per validation: step, val_score (multi-step objective), val_ratio (cost
@@ -175,8 +226,11 @@ def _draw_batch(config: GenericConfig, index: int, gens: dict) -> tuple:
     d = config.features[int(torch.randint(len(config.features), (1,), generator=g))]
     family = config.families[index % len(config.families)]
     n = max(config.min_points, config.points_per_cluster * k)
-    tasks = sample_tasks(TaskConfig(n_points=n, n_features=d, n_clusters=k, family=family),
-                         config.batch_size, generator=gens["train"])
+    task = TaskConfig(n_points=n, n_features=d, n_clusters=k, family=family)
+    if config.tiling_share > 0 and float(torch.rand((), generator=g)) < config.tiling_share:
+        components = int(torch.randint(1, max(1, k // 8) + 1, (1,), generator=g))
+        task = dataclasses.replace(task, n_components=components, scale=config.tiling_scale)
+    tasks = sample_tasks(task, config.batch_size, generator=gens["train"])
     start = _starts(tasks.x, tasks.centres, config.kmeanspp_share, gens["train"])
     return tasks.x, start, lloyd_costs(tasks.x, start, config.unroll), (d, k)
 
@@ -184,18 +238,36 @@ def _draw_batch(config: GenericConfig, index: int, gens: dict) -> tuple:
 class _Shapes:
     """The construction at each shape met, its schedule set from the shared one."""
 
-    def __init__(self) -> None:
+    def __init__(self, step_size: bool) -> None:
+        self.step_size = step_size
         self.models: dict[tuple[int, int], LearnedKMeansModel] = {}
 
-    def __call__(self, shape: tuple[int, int], log_effective: torch.Tensor):
+    def __call__(self, shape: tuple[int, int], params: torch.Tensor):
+        """The model of ``shape`` for ``params``: (S, 3) log effective temperatures, and
+        a fourth column of log step sizes with step sizes."""
+        params = params.detach()
+        log_effective, log_step = params[:, :3], (params[:, 3] if self.step_size else None)
         model = self.models.get(shape)
         if model is None:
-            model = LearnedKMeansModel.from_schedule(*shape, log_effective.detach()).eval()
+            model = LearnedKMeansModel.from_schedule(*shape, log_effective,
+                                                     log_step_size=log_step).eval()
             for p in model.layer.parameters():
                 p.requires_grad_(False)
             self.models[shape] = model
         model.set_effective_schedule(log_effective)
+        if log_step is not None:
+            with torch.no_grad():
+                model.log_step_size.copy_(log_step)
         return model
+
+    @staticmethod
+    def gradient(model: LearnedKMeansModel) -> torch.Tensor:
+        """The gradient of the parameters (S, 3 or 4) from the model's: its log
+        temperatures are the schedule plus a constant, its log step sizes the same."""
+        grads = [model.log_temperature.grad]
+        if model.log_step_size is not None:
+            grads.append(model.log_step_size.grad.unsqueeze(-1))
+        return torch.cat(grads, dim=-1).detach().clone()
 
 
 def _objective(model, batch, config: GenericConfig) -> torch.Tensor:
@@ -205,11 +277,11 @@ def _objective(model, batch, config: GenericConfig) -> torch.Tensor:
 
 
 @torch.no_grad()
-def _score(shapes: _Shapes, log_effective, batches, config) -> tuple[float, float]:
+def _score(shapes: _Shapes, params, batches, config) -> tuple[float, float]:
     """Mean multi-step objective and mean final ratio to Lloyd's over fixed batches."""
     scores, ratios = [], []
     for batch in batches:
-        model = shapes(batch[3], log_effective)
+        model = shapes(batch[3], params)
         x, start, lloyd, _ = batch
         centres = unroll(model, x, start, config.unroll)
         terms = multistep_terms(centres, x, lloyd[:, 1], lloyd[:, -1])
@@ -239,57 +311,74 @@ def train_generic(config: GenericConfig, *, progress: bool = False) -> GenericRe
     >>> result = train_generic(cfg)
     >>> tuple(result.log_effective.shape), [row["step"] for row in result.history]
     ((3, 3), [0, 2])
+    >>> tuple(result.log_step_size.shape)
+    (3,)
     """
     gens = _streams(config.seed)
     start_time = time.perf_counter()
     val = [_draw_batch(config, i, {**gens, "train": gens["val"]})
            for i in range(config.n_val_batches)]
-    shapes = _Shapes()
+    shapes = _Shapes(config.step_size)
     search_batches = [_draw_batch(config, i, gens) for i in range(len(config.families))]
-    low = torch.tensor([math.log(lo) for lo, _ in SEARCH_RANGES])
-    span = torch.tensor([math.log(hi / lo) for lo, hi in SEARCH_RANGES])
+    ranges = list(GENERIC_SEARCH_RANGES) + ([STEP_SIZE_RANGE] if config.step_size else [])
+    low = torch.tensor([math.log(lo) for lo, _ in ranges])
+    span = torch.tensor([math.log(hi / lo) for lo, hi in ranges])
     bar = tqdm(total=config.search + config.steps, disable=not progress,
                desc=f"generic schedule, {config.bits} bits")
-    candidates = [] if config.init is None else [torch.tensor(config.init).log()]
+    # Columns of the parameters the search and the optimiser may change.
+    learned = torch.tensor([1.0, 1.0, 1.0] if "temperature" in config.learn else [0.0] * 3)
+    if config.step_size:
+        learned = torch.cat([learned, torch.tensor([float("step_size" in config.learn)])])
+    candidates = []
+    if config.init is not None:
+        init = torch.tensor(config.init).log()
+        if config.step_size:
+            sizes = config.init_step_size or (1.0,) * config.schedule
+            init = torch.cat([init, torch.tensor(sizes).log().unsqueeze(-1)], dim=-1)
+        candidates.append(init)
     best = (math.inf, None)
     for i in range(config.search + 1):
         if i < len(candidates):
             cand = candidates[i]
         else:
-            u = torch.rand(config.schedule, 3, generator=gens["search"])
+            u = torch.rand(config.schedule, len(ranges), generator=gens["search"])
             cand = low + u * span
+            if candidates:  # the parts not learned stay the start's
+                cand = torch.where(learned.bool(), cand, candidates[0])
         score, _ = _score(shapes, cand, search_batches, config)
         if score < best[0]:
             best = (score, cand)
         bar.update(1)
-    log_effective = torch.nn.Parameter(best[1].clone())
-    optimizer = torch.optim.Adam([log_effective], lr=config.lr)
+    params = torch.nn.Parameter(best[1].clone())
+    optimizer = torch.optim.Adam([params], lr=config.lr)
     history: list[dict] = []
 
     def validate(step: int) -> None:
-        score, ratio = _score(shapes, log_effective.detach(), val, config)
+        score, ratio = _score(shapes, params.detach(), val, config)
         history.append({"step": step, "val_score": score, "val_ratio": ratio,
                         "seconds": time.perf_counter() - start_time})
         bar.set_postfix(val_ratio=f"{ratio:.4f}")
 
     validate(0)
-    chosen = (history[-1]["val_score"], log_effective.detach().clone(), 0)
+    chosen = (history[-1]["val_score"], params.detach().clone(), 0)
     for step in range(1, config.steps + 1):
         batch = _draw_batch(config, step, gens)
-        model = shapes(batch[3], log_effective.detach())
+        model = shapes(batch[3], params.detach())
         loss = _objective(model, batch, config).mean()
-        model.log_temperature.grad = None
+        model.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.zero_grad(set_to_none=True)
-        # The model's log temperatures are the schedule plus a constant: same gradient.
-        log_effective.grad = model.log_temperature.grad.detach().clone()
+        params.grad = _Shapes.gradient(model) * learned
         optimizer.step()
         bar.update(1)
         if step % config.eval_every == 0 or step == config.steps:
             validate(step)
             if history[-1]["val_score"] < chosen[0]:
-                chosen = (history[-1]["val_score"], log_effective.detach().clone(), step)
+                chosen = (history[-1]["val_score"], params.detach().clone(), step)
     bar.close()
     row = next(r for r in history if r["step"] == chosen[2])
-    return GenericResult(chosen[1], config, history, row["val_ratio"],
+    best_params = chosen[1]
+    return GenericResult(best_params[:, :3].clone(),
+                         best_params[:, 3].clone() if config.step_size else None,
+                         config, history, row["val_ratio"],
                          time.perf_counter() - start_time)
