@@ -97,8 +97,10 @@ class TransformerKMeans(BaseTransformerKMeans):
     max_context : int, "auto" or None, default="auto"
         The learned steps run on at most this many points: all of them when
         ``n_samples <= max_context``, else a seeded sample (the same for every run);
-        the Lloyd steps always run on all the data. ``"auto"``: 2048 points, and 16 per
-        cluster where that is more (the steps need points in every cluster). With a
+        the Lloyd steps always run on all the data. ``"auto"``: 128 points per
+        cluster, at least 2048 and 16 per cluster, at most what keeps points times
+        clusters times the model's token width within ``2**28`` (each centre's mean
+        needs points; :func:`skformer._fit.auto_context`). With a
         sample, exact Lloyd steps on the sample first screen each learned run: it gets
         Lloyd steps on all the data (and competes) only where its fixed point on the
         sample is another clustering of lower inertia than the runs before it, so a
@@ -260,9 +262,8 @@ class TransformerKMeans(BaseTransformerKMeans):
         self._skip_reason = None
         if self.learned_starts == 0:
             return self._skip("learned_starts=0: Lloyd's algorithm only")
-        max_context = (auto_context(self.n_clusters) if self.max_context == "auto"
-                       else self.max_context)
-        if max_context is not None and max_context < self.n_clusters:
+        max_context = self.max_context
+        if isinstance(max_context, Integral) and max_context < self.n_clusters:
             raise ValueError(
                 f"max_context={self.max_context} should be >= n_clusters={self.n_clusters}: "
                 "the learned steps run on a sample of max_context points.")
@@ -277,6 +278,8 @@ class TransformerKMeans(BaseTransformerKMeans):
                     n_features, self.n_clusters,
                     "" if choice.project is None else
                     f", in {choice.project} principal directions")
+        if max_context == "auto":
+            max_context = auto_context(self.n_clusters, choice.model.layer.embed_dim)
         return LearnedSetup(choice.model, choice.padding, max_context, choice.project)
 
     def _skip(self, reason: str, warn: bool = False) -> None:

@@ -207,6 +207,24 @@ def test_max_context_exact_below_it_and_seeded_above():
     assert not np.array_equal(c1, none.cluster_centers_)
 
 
+def test_auto_context_grows_with_the_clusters_within_its_budget():
+    from skformer._fit import auto_context
+
+    X, _ = blobs(3, n=3000, d=2, k=8, std=3.0)
+    for k, rows in [(4, 2048), (32, None)]:  # 2048 rows; 128 per cluster: all 3000
+        auto = est(n_clusters=k, random_state=0, finish="none", max_iter=3).fit(X)
+        same = est(n_clusters=k, random_state=0, finish="none", max_iter=3,
+                   max_context=rows).fit(X)
+        np.testing.assert_array_equal(auto.cluster_centers_, same.cluster_centers_)
+    for k in (2, 16, 64, 256, 300, 1024, 4096):
+        for width in (5, 20, 74, 600):
+            rows, floor = auto_context(k, width), max(2048, 16 * k)
+            # Never below the floor, never above 128 a cluster, within the budget
+            # unless at the floor.
+            assert floor <= rows <= max(floor, 128 * k)
+            assert rows == floor or rows * k * width <= 2**28
+
+
 def test_integer_weights_match_repeated_points(global_random_seed):
     X, _ = blobs(global_random_seed, n=60, d=3, k=3, std=2.0)
     w = check_random_state(global_random_seed).randint(1, 4, size=60)

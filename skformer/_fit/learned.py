@@ -26,30 +26,43 @@ from ..nn.projection import Subspace, lift, principal_subspace
 from ..nn.streaming import prepare_points
 from .frame import ModelFrame
 
-__all__ = ["CONTEXT_PER_CLUSTER", "DEFAULT_CONTEXT", "PATIENCE", "LearnedPhase", "LearnedSetup",
-           "auto_context", "context_indices", "learned_loop", "project_context"]
+__all__ = ["CONTEXT_BUDGET", "CONTEXT_PER_CLUSTER", "DEFAULT_CONTEXT", "MIN_PER_CLUSTER",
+           "PATIENCE", "LearnedPhase", "LearnedSetup", "auto_context", "context_indices",
+           "learned_loop", "project_context"]
 
 logger = logging.getLogger("skformer")
 
 # After the schedule, learned steps whose objective has not improved by a relative
 # ``tol`` for this many steps in a row end the learned phase (one problem or many).
 PATIENCE = 3
-# ``max_context="auto"``: this many rows, or this many per cluster where that is more
-# (the steps move a centre by the points it attends to: with many clusters a fixed
-# sample leaves most of them with one or two).
+# ``max_context="auto"``: rows enough for every centre's mean, as many as a budget of
+# the learned step's work allows. A soft step moves a centre by the mean of the rows it
+# attends to, and on a sample that mean is off by the cluster's spread over the square
+# root of its rows: with 16 rows a cluster, on data whose clusters tile a density
+# (pixels, codebooks), the learned steps' centres ended above Lloyd's on all the data
+# (docs: "The learned mode at users' shapes"). So CONTEXT_PER_CLUSTER rows a cluster,
+# at least DEFAULT_CONTEXT and MIN_PER_CLUSTER a cluster, and at most what keeps
+# rows x clusters x token width within CONTEXT_BUDGET (a step's attention products).
 DEFAULT_CONTEXT = 2048
-CONTEXT_PER_CLUSTER = 16
+CONTEXT_PER_CLUSTER = 128
+MIN_PER_CLUSTER = 16
+CONTEXT_BUDGET = 2**28
 
 
-def auto_context(n_clusters: int) -> int:
-    """The context size of ``max_context="auto"``.
+def auto_context(n_clusters: int, width: int = 1) -> int:
+    """The context size of ``max_context="auto"`` for ``n_clusters`` centres and the
+    learned model's token width ``width``.
 
     Examples
     --------
-    >>> auto_context(10), auto_context(1000)
-    (2048, 16000)
+    >>> auto_context(10, 42), auto_context(256, 11), auto_context(300, 73)
+    (2048, 32768, 12257)
+    >>> auto_context(1000, 74)   # the floor: 16 rows a cluster
+    16000
     """
-    return max(DEFAULT_CONTEXT, CONTEXT_PER_CLUSTER * int(n_clusters))
+    k, width = int(n_clusters), max(1, int(width))
+    budget = CONTEXT_BUDGET // (k * width)
+    return max(DEFAULT_CONTEXT, MIN_PER_CLUSTER * k, min(CONTEXT_PER_CLUSTER * k, budget))
 
 
 @dataclass

@@ -142,8 +142,8 @@ def _learned_model(problems: Problems, learned_starts: int, init) -> LearnedSetu
                       f"{choice.skipped}; the result is Lloyd's algorithm's.", UserWarning,
                       stacklevel=3)
         return None
-    return LearnedSetup(choice.model, choice.padding, auto_context(int(ks[0])),
-                        choice.project)
+    return LearnedSetup(choice.model, choice.padding,
+                        auto_context(int(ks[0]), choice.model.layer.embed_dim), choice.project)
 
 
 def _lloyd_runs(block: ProblemBlock, problem: torch.Tensor, starts: torch.Tensor,
