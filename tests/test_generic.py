@@ -103,8 +103,9 @@ def test_a_warm_start_is_the_first_candidate():
     (dict(bits=2, schedule=2, init=[[1, 1, 1]]), r"init must have shape \(2, 3\)"),
     (dict(bits=2, batch_size=0), "batch_size must be >= 1"),
     (dict(bits=2, learn=("speed",)), "learn must name"),
-    (dict(bits=2, learn=("step_size",)), "temperatures are not learned needs init"),
-    (dict(bits=2, step_size=False, learn=("step_size",)), "needs step_size=True"),
+    (dict(bits=2, step_size=True, learn=("step_size",)),
+     "temperatures are not learned needs init"),
+    (dict(bits=2, learn=("step_size",)), "needs step_size=True"),
     (dict(bits=2, tiling_share=1.5), r"tiling_share must be in \[0, 1\]"),
     (dict(bits=2, schedule=2, init_step_size=(1.0,)), "init_step_size must be 2 positive"),
 ])
@@ -167,7 +168,8 @@ def test_step_size_errors(make, match):
 
 def test_learning_only_step_sizes_keeps_the_temperatures():
     init = SCHEDULE.exp().tolist()
-    result = train_generic(GenericConfig(bits=3, init=init, learn=("step_size",),
+    result = train_generic(GenericConfig(bits=3, init=init, step_size=True,
+                                         learn=("step_size",),
                                          init_step_size=(1.2, 1.2, 1.2), **TINY))
     torch.testing.assert_close(result.log_effective, SCHEDULE)
     assert result.log_step_size.shape == (3,)

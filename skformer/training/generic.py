@@ -45,7 +45,6 @@ __all__ = ["STEP_SIZE_RANGE", "GenericConfig", "GenericResult", "code_clusters",
 # just under 2, where an over-relaxed step on a centre's own cluster stops shrinking
 # the distance to its mean (|1 - s| < 1).
 STEP_SIZE_RANGE = (1.0, 1.9)
-GENERIC_SEARCH_RANGES = SEARCH_RANGES
 
 
 def code_clusters(bits: int) -> tuple[int, int]:
@@ -91,7 +90,7 @@ class GenericConfig:
     kmeanspp_share : float, default=0.5
         Share of the tasks starting from k-means++ centres (the others: random points).
     families : tuple of str, default=("normal", "laplace")
-    tiling_share : float, default=0.5
+    tiling_share : float, default=0.0
         Share of the batches whose tasks have fewer mixture components than clusters
         (``TaskConfig.n_components`` drawn from 1 to ``max(1, k // 8)``, scale
         ``tiling_scale``): clusters that tile a few wide densities, as pixels quantised
@@ -103,9 +102,9 @@ class GenericConfig:
     eval_every : int, default=20
     init : tuple of S x 3 floats or None, default=None
         A starting schedule (effective temperatures); None starts from the search.
-    step_size : bool, default=True
+    step_size : bool, default=False
         Learn a step size of the centre update per scheduled step (False: eq. (4)'s
-        unit step, as the schedules before them).
+        unit step).
     init_step_size : tuple of S floats or None, default=None
         The starting schedule's step sizes (with ``init``; None: unit steps).
     learn : tuple of str or None, default=None
@@ -135,12 +134,12 @@ class GenericConfig:
     unroll: int = 10
     kmeanspp_share: float = 0.5
     families: tuple[str, ...] = ("normal", "laplace")
-    tiling_share: float = 0.5
+    tiling_share: float = 0.0
     tiling_scale: float = 0.2
     n_val_batches: int = 6
     eval_every: int = 20
     init: tuple | None = None
-    step_size: bool = True
+    step_size: bool = False
     init_step_size: tuple | None = None
     learn: tuple[str, ...] | None = None
     seed: int = 0
@@ -311,7 +310,8 @@ def train_generic(config: GenericConfig, *, progress: bool = False) -> GenericRe
     >>> result = train_generic(cfg)
     >>> tuple(result.log_effective.shape), [row["step"] for row in result.history]
     ((3, 3), [0, 2])
-    >>> tuple(result.log_step_size.shape)
+    >>> sized = train_generic(dataclasses.replace(cfg, step_size=True))
+    >>> tuple(sized.log_step_size.shape)
     (3,)
     """
     gens = _streams(config.seed)
@@ -320,7 +320,7 @@ def train_generic(config: GenericConfig, *, progress: bool = False) -> GenericRe
            for i in range(config.n_val_batches)]
     shapes = _Shapes(config.step_size)
     search_batches = [_draw_batch(config, i, gens) for i in range(len(config.families))]
-    ranges = list(GENERIC_SEARCH_RANGES) + ([STEP_SIZE_RANGE] if config.step_size else [])
+    ranges = list(SEARCH_RANGES) + ([STEP_SIZE_RANGE] if config.step_size else [])
     low = torch.tensor([math.log(lo) for lo, _ in ranges])
     span = torch.tensor([math.log(hi / lo) for lo, hi in ranges])
     bar = tqdm(total=config.search + config.steps, disable=not progress,
