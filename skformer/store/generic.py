@@ -258,10 +258,7 @@ def pretrain_generic(bits: int, *, path: str | os.PathLike | None = None,
         if isinstance(warm_start, int):
             narrower = locations.shipped_dir() / generic_filename(warm_start)
             if narrower.is_file():
-                start = read_schedule(narrower)
-                init = start.log_effective
-                if start.log_step_size is not None and "init_step_size" not in params:
-                    params["init_step_size"] = start.log_step_size.exp().tolist()
+                init = read_schedule(narrower).log_effective
         else:
             shipped = find_model(*warm_start, embedding="binary", loss="l2")
             if shipped is not None and shipped.parent == locations.shipped_dir():
