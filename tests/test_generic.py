@@ -107,6 +107,7 @@ def test_a_warm_start_is_the_first_candidate():
      "temperatures are not learned needs init"),
     (dict(bits=2, learn=("step_size",)), "needs step_size=True"),
     (dict(bits=2, tiling_share=1.5), r"tiling_share must be in \[0, 1\]"),
+    (dict(bits=2, objective="last"), "objective must be 'multistep' or 'final'"),
     (dict(bits=2, schedule=2, init_step_size=(1.0,)), "init_step_size must be 2 positive"),
 ])
 def test_config_errors(params, match):
@@ -174,6 +175,20 @@ def test_learning_only_step_sizes_keeps_the_temperatures():
     torch.testing.assert_close(result.log_effective, SCHEDULE)
     assert result.log_step_size.shape == (3,)
     assert not torch.allclose(result.log_step_size, torch.full((3,), math.log(1.2)))
+
+
+def test_constant_step_sizes_are_searched_first():
+    """With no random candidates and no Adam step, a start of small steps (0.3: a third
+    of the way to each mean) loses to a constant step size of the grid on the cost
+    after three steps."""
+    from skformer.training.generic import STEP_SIZE_GRID
+
+    init = SCHEDULE.exp().tolist()
+    result = train_generic(GenericConfig(
+        bits=3, init=init, step_size=True, learn=("step_size",), objective="final",
+        init_step_size=(0.3, 0.3, 0.3), **{**TINY, "search": 0, "steps": 0}))
+    sizes = result.log_step_size.exp()
+    assert any(torch.allclose(sizes, torch.full((3,), s)) for s in STEP_SIZE_GRID)
 
 
 def test_no_step_sizes_trains_the_temperatures_alone():

@@ -279,9 +279,11 @@ def pretrain_generic(bits: int, *, path: str | os.PathLike | None = None,
 
 
 # The second stage of the shipped schedules: step sizes learned on the temperatures of
-# the first. The learned steps of a fit run on to convergence with the schedule's last
-# row, so the objective unrolls twice the schedule (the last row's step size is then
-# trained for the steps after it); tasks have 32 points per cluster (a fit's context
+# the first, judged by the cost after the unrolled steps (a fit keeps the best centres
+# its steps reach; the multi-step objective preferred step sizes whose cost after 20
+# steps was higher). The learned steps of a fit run on to convergence with the
+# schedule's last row, so the objective unrolls twice the schedule (the last row's step
+# size is then trained for the steps after it); tasks have 32 points per cluster (a fit's context
 # has more than the first stage's 16) and half of the batches tile a few wide densities
 # with many clusters (pixels, sub-space codebooks). Adam's rate is a fifth of the first
 # stage's: at 0.05 the validation objective of 5 and 6 bits rose from the search's best
@@ -295,9 +297,9 @@ SHIPPED_STEP_SIZE_BUDGETS = {
     10: {"batch_size": 2, "steps": 10, "search": 4, "n_val_batches": 3, "max_clusters": 600,
          "points_per_cluster": 16},
 }
-_STEP_SIZE_STAGE = {"step_size": True, "learn": ("step_size",), "unroll": 20,
-                    "points_per_cluster": 32, "search": 24, "tiling_share": 0.5,
-                    "lr": 0.01}
+_STEP_SIZE_STAGE = {"step_size": True, "learn": ("step_size",), "objective": "final",
+                    "unroll": 20, "points_per_cluster": 32, "search": 24,
+                    "tiling_share": 0.5, "lr": 0.01}
 _STEP_SIZE_START = 1.5
 
 
