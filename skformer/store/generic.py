@@ -4,10 +4,10 @@ A file ``generic_b{B}.safetensors`` holds ``log_effective`` of shape ``(S, 3)`` 
 log effective inverse temperatures of a schedule trained by
 :func:`~skformer.training.generic.train_generic` on tasks of every ``k`` of ``B`` code
 bits), optionally ``log_step_size`` of shape ``(S,)`` (the centre update's learned step
-sizes; a file without it steps as eq. (4)), and JSON metadata with a content hash, in the model files' format
-(:mod:`skformer.store.format`). :func:`generic_model` builds the model for a shape from
-it (:meth:`~skformer.nn.learned.LearnedKMeansModel.from_schedule`): nothing is trained
-at fit time.
+sizes; a file without it steps as eq. (4)), and JSON metadata with a content hash, in
+the model files' format (:mod:`skformer.store.format`). :func:`generic_model` builds the
+model for a shape from it (:meth:`~skformer.nn.learned.LearnedKMeansModel.from_schedule`):
+nothing is trained at fit time.
 
 Files are looked for in the package (``skformer/weights/``), then in the user cache. A
 code width with no file of its own uses the nearest one below it (the schedule is
