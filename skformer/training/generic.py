@@ -283,25 +283,23 @@ class _Shapes:
         return torch.cat(grads, dim=-1).detach().clone()
 
 
-def _objective(model, batch, config: GenericConfig) -> torch.Tensor:
+def _objective(model, batch, config: GenericConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per task: the value the training minimises (``config.objective``) and the cost
+    after ``unroll`` steps over Lloyd's."""
     x, start, lloyd, _ = batch
     centres = unroll(model, x, start, config.unroll)
     terms = multistep_terms(centres, x, lloyd[:, 1], lloyd[:, -1])
-    return terms.final if config.objective == "final" else terms.objective
+    return (terms.final if config.objective == "final" else terms.objective), terms.final
 
 
 @torch.no_grad()
 def _score(shapes: _Shapes, params, batches, config) -> tuple[float, float]:
-    """Mean multi-step objective and mean final ratio to Lloyd's over fixed batches."""
+    """Mean objective and mean final ratio to Lloyd's over fixed batches."""
     scores, ratios = [], []
     for batch in batches:
-        model = shapes(batch[3], params)
-        x, start, lloyd, _ = batch
-        centres = unroll(model, x, start, config.unroll)
-        terms = multistep_terms(centres, x, lloyd[:, 1], lloyd[:, -1])
-        score = terms.final if config.objective == "final" else terms.objective
+        score, final = _objective(shapes(batch[3], params), batch, config)
         scores.append(float(score.mean()))
-        ratios.append(float(terms.final.mean()))
+        ratios.append(float(final.mean()))
     return float(np.mean(scores)), float(np.mean(ratios))
 
 
@@ -385,7 +383,7 @@ def train_generic(config: GenericConfig, *, progress: bool = False) -> GenericRe
     for step in range(1, config.steps + 1):
         batch = _draw_batch(config, step, gens)
         model = shapes(batch[3], params.detach())
-        loss = _objective(model, batch, config).mean()
+        loss = _objective(model, batch, config)[0].mean()
         model.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.zero_grad(set_to_none=True)
