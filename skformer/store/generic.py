@@ -16,6 +16,7 @@ shape-free; the metadata says which ``k`` it was trained on).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
 import os
@@ -267,14 +268,21 @@ def pretrain_generic(bits: int, *, path: str | os.PathLike | None = None,
             params["init"] = init.exp().tolist()
     config = GenericConfig(bits=int(bits), **params)
     result = train_generic(config, progress=progress)
+    return _save_trained(bits, path, result, clusters=config.clusters,
+                         features=config.features)
+
+
+def _save_trained(bits: int, path, result, **fields) -> GenericSchedule:
+    """Save a training's schedule (``path``, or the user cache), with its configuration
+    and history, and read it back; ``fields``: ``clusters``, ``features`` and ``extra``
+    of :func:`save_schedule`."""
     target = (Path(path) if path is not None
               else locations.cache_dir() / generic_filename(bits))
+    config = result.config
     save_schedule(target, result.log_effective, log_step_size=result.log_step_size,
-                  bits=bits, clusters=config.clusters,
-                  features=config.features, val_ratio=result.val_ratio,
-                  training_config=config.to_dict(),
+                  bits=bits, val_ratio=result.val_ratio, training_config=config.to_dict(),
                   training={"steps": config.steps, "seconds": round(result.seconds, 1),
-                            "history": result.history})
+                            "history": result.history}, **fields)
     return read_schedule(target)
 
 
@@ -352,18 +360,14 @@ def pretrain_step_sizes(bits: int, *, source: str | os.PathLike | None = None,
                                  else [_STEP_SIZE_START] * len(init)),
               **overrides}
     config = GenericConfig(bits=int(bits), **params)
-    result = train_generic(config, progress=progress)
-    target = (Path(path) if path is not None
-              else locations.cache_dir() / generic_filename(bits))
+    # The temperatures saved are the source's own bits (the training's went through
+    # exp and log).
+    result = dataclasses.replace(train_generic(config, progress=progress),
+                                 log_effective=start.log_effective)
     meta = start.metadata
-    save_schedule(target, start.log_effective, log_step_size=result.log_step_size,
-                  bits=bits, clusters=meta.get("clusters", config.clusters),
-                  features=meta.get("features", config.features),
-                  val_ratio=result.val_ratio, training_config=config.to_dict(),
-                  training={"steps": config.steps, "seconds": round(result.seconds, 1),
-                            "history": result.history},
-                  extra={"temperature_training": {
-                      "training_config": meta.get("training_config"),
-                      "training": meta.get("training"), "val_ratio": meta.get("val_ratio"),
-                      "clusters": meta.get("clusters")}})
-    return read_schedule(target)
+    return _save_trained(
+        bits, path, result, clusters=meta.get("clusters", config.clusters),
+        features=meta.get("features", config.features),
+        extra={"temperature_training": {
+            "training_config": meta.get("training_config"), "training": meta.get("training"),
+            "val_ratio": meta.get("val_ratio"), "clusters": meta.get("clusters")}})
