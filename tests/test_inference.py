@@ -5,7 +5,8 @@ Oracle first: for trained-like models (every weight and bias perturbed, so no ma
 zero), both embeddings, with and without A1's normalisation, a step schedule read
 before, at and beyond its end, sample weights and a context sample, a step of
 :class:`LearnedStepper` equals :func:`streamed_step` (itself tested against the layer's
-forward pass) to float64 rounding, and to float32 rounding in float32. Then the errors.
+forward pass) to float64 rounding, and to float32 rounding in float32; a stepper scaled
+by ``f`` equals the model whose temperatures are ``f`` times its own. Then the errors.
 """
 
 import pytest
@@ -81,6 +82,37 @@ def test_a_problem_steps_alike_alone_and_in_any_batch(trained_like, global_rando
                                w[i : i + 1]).step(c[i : i + 1], 1)
         torch.testing.assert_close(together[i : i + 1], alone, rtol=tol, atol=tol)
     torch.testing.assert_close(subset, together[[1, 3]], rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("factor", [0.5, 1.0, 2.0, 4.0])
+def test_a_scaled_stepper_is_the_model_at_multiplied_temperatures(global_random_seed, factor):
+    # What the learned run's temperature scales rely on: multiplying the stepper's
+    # temperatures by f steps as the model whose schedule is f times as sharp, with the
+    # same step sizes; the stepper itself is left as it was.
+    gen = torch.Generator().manual_seed(global_random_seed)
+    log_effective = torch.rand(3, 3, generator=gen, dtype=torch.float64) * 3
+    log_step = torch.rand(3, generator=gen, dtype=torch.float64) * 0.5
+    model = LearnedKMeansModel.from_schedule(4, 6, log_effective,
+                                             log_step_size=log_step).double().eval()
+    sharp = LearnedKMeansModel.from_schedule(4, 6, log_effective + torch.tensor(factor).log(),
+                                             log_step_size=log_step).double().eval()
+    x = torch.rand(1, 200, 4, generator=gen, dtype=torch.float64)
+    c = x[:, :6] + 0.01
+    stepper = LearnedStepper(model, prepare_points(model, x))
+    reference = LearnedStepper(sharp, prepare_points(sharp, x))
+    before = stepper.step(c, 1)
+    for step in (0, 2, 5):
+        torch.testing.assert_close(stepper.scaled(factor).step(c, step),
+                                   reference.step(c, step), rtol=1e-6, atol=1e-9)
+    torch.testing.assert_close(stepper.step(c, 1), before, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("factor", [0.0, -1.0, float("inf"), float("nan")])
+def test_a_scale_must_be_finite_and_positive(factor):
+    model = LearnedKMeansModel(2, 3).eval()
+    stepper = LearnedStepper(model, prepare_points(model, torch.rand(1, 10, 2)))
+    with pytest.raises(ValueError, match="factor must be a finite number > 0"):
+        stepper.scaled(factor)
 
 
 @pytest.mark.parametrize("case, match", [

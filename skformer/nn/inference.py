@@ -29,6 +29,8 @@ before they are applied); no gradients.
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from .attention import distance_attention
@@ -104,6 +106,32 @@ class LearnedStepper:
             else tuple(float(t) for t in model.temperature(s)) for s in range(steps)]
         self.step_sizes = [1.0 if model.step_size(s) is None else float(model.step_size(s))
                            for s in range(steps)]
+
+    def scaled(self, factor: float) -> LearnedStepper:
+        """This stepper with every step's inverse temperatures (A1's, A3's and A4's)
+        multiplied by ``factor``: sharper attention for ``factor > 1``. It shares the
+        prepared points and maps; step sizes are unchanged.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from skformer.nn import LearnedKMeansModel
+        >>> from skformer.nn.streaming import prepare_points
+        >>> schedule = torch.log(torch.tensor([[4.0, 20.0, 20.0]]))
+        >>> model = LearnedKMeansModel.from_schedule(2, 3, schedule).eval()
+        >>> sharp = LearnedKMeansModel.from_schedule(2, 3, schedule + torch.log(torch.tensor(2.0)))
+        >>> x = torch.rand(1, 300, 2); c = x[:, :3]
+        >>> a = LearnedStepper(model, prepare_points(model, x)).scaled(2.0).step(c)
+        >>> b = LearnedStepper(sharp, prepare_points(sharp, x)).step(c)
+        >>> torch.allclose(a, b, atol=1e-5)
+        True
+        """
+        factor = float(factor)
+        if not (factor > 0 and factor < float("inf")):
+            raise ValueError(f"factor must be a finite number > 0, got {factor!r}.")
+        out = copy.copy(self)
+        out.temperatures = [tuple(factor * t for t in row) for row in self.temperatures]
+        return out
 
     @torch.no_grad()
     def step(self, c: torch.Tensor, step: int = 0,
