@@ -33,11 +33,13 @@ class TransformerKMeans(BaseTransformerKMeans):
     The tokens are rebuilt from the data and the current centres at every step
     (re-embedding), and the model anneals: its attention temperatures follow a learned
     schedule over the steps, soft first (centres leave poor configurations that Lloyd's
-    algorithm gets stuck in), then sharp. Exact Lloyd steps then run to a fixed point,
-    so the result is a local optimum of k-means, as KMeans returns. Of the Lloyd run and
-    the learned run the one of lower inertia is kept: with the same ``init``, ``n_init``
-    and ``random_state`` as KMeans, the inertia is never above KMeans', and lower where
-    the learned steps find a better clustering.
+    algorithm gets stuck in), then sharp; the steps are made at 1, 2 and 4 times the
+    schedule's inverse temperatures and the centres of least objective on the context
+    are kept (data differ in how soft a step they bear). Exact Lloyd steps then run to
+    a fixed point, so the result is a local optimum of k-means, as KMeans returns. Of
+    the Lloyd run and the learned run the one of lower inertia is kept: with the same
+    ``init``, ``n_init`` and ``random_state`` as KMeans, the inertia is never above
+    KMeans', and lower where the learned steps find a better clustering.
 
     The learned model serves every shape ``(n_features, n_clusters)`` without training
     at fit time. Where a model trained for the shape is shipped (or cached) and expected

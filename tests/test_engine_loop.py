@@ -2,14 +2,17 @@
 and ``learned_loop`` (the learned steps' schedule, patience and tolerance).
 
 Each run of a batch stops on its own rule and is stepped no more after it; one run
-through the loop is the same as that run among others.
+through the loop is the same as that run among others. ``learned_search`` runs the loop
+at each temperature scale and keeps, per run, the centres of least objective.
 """
 
 import numpy as np
+import pytest
 import torch
 
+from skformer._fit import learned
 from skformer._fit.engine import lloyd_loop
-from skformer._fit.learned import PATIENCE, learned_loop
+from skformer._fit.learned import PATIENCE, LearnedSetup, learned_loop, learned_search
 
 
 def test_each_run_stops_on_its_own_rule_and_leaves_the_loop():
@@ -71,3 +74,71 @@ def test_learned_runs_finish_the_schedule_then_stop_by_patience_or_tolerance():
     assert n_steps.tolist() == [2 + PATIENCE, 12, 4]
     # The best centres are those of least objective: run 0's first reached 8.0.
     assert best[:, 0, 0].tolist() == [2.0, 12.0, 4.0]
+
+
+class _ScaledSteps:
+    """A stepper whose step moves every centre toward ``target[scale]`` by half the way:
+    each scale ends at its own centres, of objective ``|z - 0|^2`` summed per run."""
+
+    def __init__(self, targets, factor=1.0):
+        self.targets, self.factor = targets, factor
+
+    def scaled(self, factor):
+        return _ScaledSteps(self.targets, factor)
+
+    def step(self, z, i, active=None):
+        target = self.targets[self.factor]
+        target = target if active is None else target[active]
+        return z + 0.5 * (target - z)
+
+
+def _squared_norm(z, active):
+    return z.double().square().sum((-1, -2))
+
+
+@pytest.mark.parametrize("scales", [(1.0,), (1.0, 2.0, 4.0), (4.0, 2.0, 1.0)])
+def test_the_search_keeps_each_runs_least_objective_over_the_scales(scales):
+    # Run 0 is best at scale 2, run 1 at scale 4, run 2 at scale 1.
+    targets = {1.0: torch.tensor([3.0, 3.0, 0.5]), 2.0: torch.tensor([1.0, 2.0, 2.0]),
+               4.0: torch.tensor([2.0, 0.1, 3.0])}
+    targets = {f: t.view(3, 1, 1) for f, t in targets.items()}
+    z = torch.full((3, 1, 1), 5.0)
+    loop = dict(schedule=1, max_iter=40, tol=torch.full((3,), 1e-10, dtype=torch.float64),
+                rel_tol=0.0, d=1)
+    seen = []
+    best, n_steps, kept = learned_search(_ScaledSteps(targets), _squared_norm, z,
+                                         scales=scales, report=seen.append, **loop)
+    assert seen == list(scales) and z.eq(5.0).all()  # the start is left as it was
+    alone = {f: learned_loop(_ScaledSteps(targets).scaled(f).step, _squared_norm, z.clone(),
+                             **loop) for f in scales}
+    for run in range(3):
+        values = {f: float(_squared_norm(alone[f][0], None)[run]) for f in scales}
+        f = min(scales, key=lambda f: values[f])
+        assert kept[run] == f
+        torch.testing.assert_close(best[run], alone[f][0][run])
+        assert n_steps[run] == alone[f][1][run]
+
+
+def test_a_later_scale_must_be_better_by_more_than_the_margin():
+    # Scale 2 reaches an objective lower than scale 1's by half the margin: rounding,
+    # not a better clustering; scale 1 is kept.
+    first = torch.tensor([1.0], dtype=torch.float64).view(1, 1, 1)
+    targets = {1.0: first, 2.0: first * (1 - learned.SCALE_MARGIN / 4)}
+    z = torch.full((1, 1, 1), 2.0, dtype=torch.float64)
+    loop = dict(schedule=1, max_iter=80, tol=torch.zeros(1, dtype=torch.float64),
+                rel_tol=0.0, d=1)
+    _, _, kept = learned_search(_ScaledSteps(targets), _squared_norm, z, scales=(1.0, 2.0),
+                                **loop)
+    assert kept.tolist() == [1.0]
+    targets[2.0] = first * 0.9
+    _, _, kept = learned_search(_ScaledSteps(targets), _squared_norm, z, scales=(1.0, 2.0),
+                                **loop)
+    assert kept.tolist() == [2.0]
+
+
+@pytest.mark.parametrize("scales", [(), (0.0, 1.0), (1.0, -2.0), (float("inf"),)])
+def test_the_scales_must_be_finite_and_positive(scales):
+    from skformer.nn import LearnedKMeansModel
+
+    with pytest.raises(ValueError, match="temperature_scales must be finite numbers > 0"):
+        LearnedSetup(LearnedKMeansModel(2, 3), temperature_scales=scales)

@@ -27,8 +27,9 @@ from ..nn.streaming import prepare_points
 from .frame import ModelFrame
 
 __all__ = ["CONTEXT_BUDGET", "CONTEXT_PER_CLUSTER", "DEFAULT_CONTEXT", "MIN_PER_CLUSTER",
-           "PATIENCE", "LearnedPhase", "LearnedSetup", "auto_context", "context_indices",
-           "learned_loop", "project_context"]
+           "PATIENCE", "SCALE_MARGIN", "TEMPERATURE_SCALES", "LearnedPhase", "LearnedSetup",
+           "auto_context", "context_indices", "learned_loop", "learned_search",
+           "project_context"]
 
 logger = logging.getLogger("skformer")
 
@@ -47,6 +48,19 @@ DEFAULT_CONTEXT = 2048
 CONTEXT_PER_CLUSTER = 128
 MIN_PER_CLUSTER = 16
 CONTEXT_BUDGET = 2**28
+# The learned run's steps are made at each of these multiples of the schedule's inverse
+# temperatures, from the same start, and the centres of least objective on the context
+# are kept. The shipped schedules were trained on mixtures whose clusters are apart;
+# on data whose clusters tile a density (pixels, digits, codebooks) their soft steps
+# pull centres together and sharper ones do better, on separated mixtures and on
+# embeddings the schedule's own do (docs: "The learned mode at users' shapes"). The
+# objective on the context tells which one the data at hand wants, at the price of a
+# learned phase per scale.
+TEMPERATURE_SCALES = (1.0, 2.0, 4.0)
+# A later scale is kept only when its objective is lower by more than this relative
+# amount: two scales that reach the same partition differ by rounding alone, and the
+# objective is summed in different orders by one fit and by many problems at once.
+SCALE_MARGIN = 1e-6
 
 
 def auto_context(n_clusters: int, width: int = 1) -> int:
@@ -77,6 +91,16 @@ class LearnedSetup:
     project: int | None = None
     """Principal directions of the context the learned steps run in (the model's
     width), None for the data's own features."""
+    temperature_scales: tuple[float, ...] = TEMPERATURE_SCALES
+    """Multiples of the model's inverse temperatures the learned steps are made at
+    (:func:`learned_search`); ``(1.0,)``: the model's own only."""
+
+    def __post_init__(self) -> None:
+        scales = tuple(float(f) for f in self.temperature_scales)
+        if not scales or not all(0 < f < float("inf") for f in scales):
+            raise ValueError("temperature_scales must be finite numbers > 0, got "
+                             f"{self.temperature_scales!r}.")
+        self.temperature_scales = scales
 
 
 def context_indices(n: int, max_context: int | None, random_state) -> np.ndarray | None:
@@ -167,6 +191,57 @@ def learned_loop(step: Callable, objective: Callable, z: torch.Tensor, *, schedu
     return best_z, n_steps
 
 
+@torch.no_grad()
+def learned_search(stepper: LearnedStepper, objective: Callable, z: torch.Tensor, *,
+                   scales: tuple[float, ...], report: Callable | None = None,
+                   report_step: Callable | None = None,
+                   **loop) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`learned_loop` of runs from ``z`` (e, k, w) at each temperature scale of
+    ``stepper`` (:meth:`~skformer.nn.inference.LearnedStepper.scaled`), from the same
+    start; each run keeps the centres of least objective over all scales (a later
+    scale only when lower by more than a relative :data:`SCALE_MARGIN`).
+
+    Parameters
+    ----------
+    stepper : LearnedStepper
+    objective : callable
+        As for :func:`learned_loop`.
+    z : Tensor of shape (e, k, w)
+        The start (not changed).
+    scales : tuple of float
+    report : callable, optional
+        ``report(scale)`` before each scale's steps.
+    report_step : callable, optional
+        :func:`learned_loop`'s ``report``.
+    **loop
+        :func:`learned_loop`'s other keyword arguments.
+
+    Returns
+    -------
+    best : Tensor of shape (e, k, w)
+    n_steps : LongTensor of shape (e,)
+        The steps of each run at its kept scale.
+    scale : Tensor of shape (e,)
+        Each run's kept scale (float64).
+    """
+    best_z = n_steps = best = chosen = None
+    for f in scales:
+        if report is not None:
+            report(f)
+        step = stepper.scaled(f).step if f != 1.0 else stepper.step
+        found, n = learned_loop(step, objective, z.clone(), report=report_step, **loop)
+        value = objective(found, None)
+        if best is None:
+            best_z, n_steps, best = found, n, value
+            chosen = torch.full_like(value, f, dtype=torch.float64)
+            continue
+        better = value < best * (1.0 - SCALE_MARGIN)
+        best_z[better], n_steps[better] = found[better], n[better]
+        best = torch.where(better, value, best)
+        chosen[better] = f
+    return best_z, n_steps, chosen
+
+
 class LearnedPhase:
     """The learned steps from initial centres, on the context rows (fit frame).
 
@@ -192,6 +267,7 @@ class LearnedPhase:
                  projected: np.ndarray | None = None):
         model = setup.model
         self.model, self.frame, self.subspace = model, frame, subspace
+        self.scales = setup.temperature_scales
         device = frame.lo.device
         self.full_rows = self.projected = None
         if subspace is not None:
@@ -229,17 +305,19 @@ class LearnedPhase:
             to_user=float) -> tuple[torch.Tensor, int]:
         """Learned steps from fit-frame centres ``c`` (k, d).
 
-        Every step of the model's schedule runs (soft steps may raise the objective on
-        the way); after it, the steps stop when the squared centre shift is within
-        ``tol`` (fit frame), when the objective has not improved by a relative
-        ``rel_tol`` for three steps, or after ``max_iter`` steps in all.
+        At each of the setup's temperature scales (:func:`learned_search`): every
+        step of the model's schedule runs (soft steps may raise the objective on the
+        way); after it, the steps stop when the squared centre shift is within ``tol``
+        (fit frame), when the objective has not improved by a relative ``rel_tol`` for
+        three steps, or after ``max_iter`` steps in all.
 
         Returns
         -------
         centres : Tensor of shape (k, d)
-            The centres of least objective among the start and the steps (fit frame,
-            ``c``'s dtype).
+            The centres of least objective among the start and the steps at every
+            scale (fit frame, ``c``'s dtype).
         n_steps : int
+            The steps at the kept scale.
         """
         frame, start = self.frame, c
         if self.subspace is not None:  # the steps run in the principal directions
@@ -262,12 +340,22 @@ class LearnedPhase:
                 logger.info("Learned steps stopped at step %d: no progress in %d steps.",
                             i, PATIENCE)
 
-        best_z, n_steps = learned_loop(
-            lambda z, i, active: self.stepper.step(z, i), objective, z,
-            schedule=self.model.schedule, max_iter=max_iter,
-            tol=torch.tensor([tol / scale2], dtype=torch.float64), rel_tol=rel_tol,
-            d=c.shape[-1], report=report if logger.isEnabledFor(logging.INFO) else None)
+        logging_on = logger.isEnabledFor(logging.INFO)
+
+        def announce(f: float) -> None:
+            if len(self.scales) > 1:
+                logger.info("Learned steps at %g times the schedule's inverse temperatures.",
+                            f)
+
+        best_z, n_steps, kept = learned_search(
+            self.stepper, objective, z, scales=self.scales,
+            report=announce if logging_on else None, schedule=self.model.schedule,
+            max_iter=max_iter, tol=torch.tensor([tol / scale2], dtype=torch.float64),
+            rel_tol=rel_tol, d=c.shape[-1], report_step=report if logging_on else None)
         n_steps = int(n_steps[0])
+        if logging_on and len(self.scales) > 1:
+            logger.info("Learned steps kept at %g times the inverse temperatures.",
+                        float(kept[0]))
         best_c = frame.to_fit(best_z[0], torch.float64)
         if self.subspace is None:
             return best_c.to(start.dtype), n_steps

@@ -3,15 +3,15 @@
 Dimension legend: ``e`` runs, ``p`` problems of a block, ``n`` rows, ``r`` context rows,
 ``k`` clusters, ``d`` features, ``w`` the model's width (``d`` plus zero padding).
 
-What :class:`~skformer.TransformerKMeans` does for one problem with
-``learned_starts >= 1``, for a block of problems: each run's learned steps (the
-pretrained soft-attention model, re-embedded at every step, its temperature schedule,
-the best centres by objective kept) on the problem's *context* - its points, or a
-seeded sample of ``max_context`` of them - in the model's frame (each problem mapped
-into ``[0, 1]^d`` by its per-feature minimum and one global scale), then exact Lloyd
-steps on all the problem's points. Padded rows are keys of weight 0 in every attention
-and padded features are zeros, so padding changes a problem's numbers only by the
-rounding of sums over its padded length.
+What :class:`~skformer.TransformerKMeans` does for one problem with ``learned_starts >=
+1``, for a block of problems: each run's learned steps (the pretrained soft-attention
+model, re-embedded at every step, its temperature schedule at each of the setup's
+temperature scales, the best centres by objective kept) on the problem's *context* - its
+points, or a seeded sample of ``max_context`` of them - in the model's frame (each
+problem mapped into ``[0, 1]^d`` by its per-feature minimum and one global scale), then
+exact Lloyd steps on all the problem's points. Padded rows are keys of weight 0 in every
+attention and padded features are zeros, so padding changes a problem's numbers only by
+the rounding of sums over its padded length.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._fit.learned import LearnedSetup, learned_loop
+from .._fit.learned import LearnedSetup, learned_search
 from ..nn.inference import LearnedStepper
 from ..nn.kernel import exact_step
 from ..nn.projection import Subspace, lift, principal_subspace
@@ -132,7 +132,6 @@ def learned_steps(setup: LearnedSetup, context: Context, c: torch.Tensor,
         frame, ``c``'s dtype).
     n_steps : LongTensor of shape (e,)
     """
-    model = setup.model
     e, k, d = c.shape
     width = context.z.shape[-1]
     per = max(1, _TOKENS // max(1, context.z.shape[1] * 4 * width))
@@ -140,12 +139,13 @@ def learned_steps(setup: LearnedSetup, context: Context, c: torch.Tensor,
     n_steps = torch.zeros(e, dtype=torch.long, device=c.device)
     for s in range(0, e, per):
         runs = slice(s, s + per)
-        best[runs], n_steps[runs] = _steps(model, context, c[runs], problem[runs],
+        best[runs], n_steps[runs] = _steps(setup, context, c[runs], problem[runs],
                                            max_iter, tol[runs], rel_tol)
     return best, n_steps
 
 
-def _steps(model, context: Context, c, problem, max_iter, tol, rel_tol):
+def _steps(setup: LearnedSetup, context: Context, c, problem, max_iter, tol, rel_tol):
+    model = setup.model
     d, width = c.shape[-1], context.z.shape[-1]
     z_rows, weight = context.z[problem], context.weight[problem]
     stepper = LearnedStepper(model, prepare_points(model, z_rows, None, weight,
@@ -156,9 +156,8 @@ def _steps(model, context: Context, c, problem, max_iter, tol, rel_tol):
             return _objective(z_rows, z, weight)
         return _objective(z_rows[active], z, weight[active])
 
-    best_z, n_steps = learned_loop(stepper.step, objective,
-                                   context.to_model(c, problem, width),
-                                   schedule=model.schedule, max_iter=max_iter,
-                                   tol=tol / context.scale[problem].square(), rel_tol=rel_tol,
-                                   d=d)
+    best_z, n_steps, _ = learned_search(
+        stepper, objective, context.to_model(c, problem, width),
+        scales=setup.temperature_scales, schedule=model.schedule, max_iter=max_iter,
+        tol=tol / context.scale[problem].square(), rel_tol=rel_tol, d=d)
     return context.to_working(best_z, problem, d, c.dtype, c), n_steps

@@ -256,7 +256,7 @@ def cases() -> list[Case]:
         # full space on a context sample of 2048 of 3000 rows; in the top 64 principal
         # directions of wide data)
         Case("learned-trained-d8-k6", learned_d8, _learned(6), shape=(8, 6)),
-        Case("learned-trained-d8-k6-lloyd-kept", _dense(seed=8, n=1500, d=8, k=6,
+        Case("learned-trained-d8-k6-lloyd-kept", _dense(seed=21, n=1500, d=8, k=6,
                                                         spread=6.0),
              _learned(6), shape=(8, 6)),
         Case("learned-trained-d8-k6-memmap", _dense(container="memmap", **d8), _learned(6),
