@@ -146,7 +146,8 @@ class TransformerKMeans(BaseTransformerKMeans):
     n_iter_ : int
         Steps run in the selected run: learned plus exact Lloyd steps.
     n_learned_steps_ : int
-        Learned steps of the selected run (0 when the plain Lloyd run was kept).
+        Learned steps of the selected run, at its kept temperature scale (0 when the
+        plain Lloyd run was kept).
     n_lloyd_steps_ : int
         Exact Lloyd steps of the selected run (0 with ``finish="none"``).
     selected_run_ : {"lloyd", "learned"}
