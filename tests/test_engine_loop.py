@@ -69,11 +69,13 @@ def test_learned_runs_finish_the_schedule_then_stop_by_patience_or_tolerance():
         return new
 
     z = torch.zeros((3, 1, 1))
-    best, n_steps = learned_loop(step, objective, z, schedule=2, max_iter=12,
-                                 tol=torch.zeros(3, dtype=torch.float64), rel_tol=1e-4, d=1)
+    best, n_steps, value = learned_loop(step, objective, z, schedule=2, max_iter=12,
+                                        tol=torch.zeros(3, dtype=torch.float64),
+                                        rel_tol=1e-4, d=1)
     assert n_steps.tolist() == [2 + PATIENCE, 12, 4]
     # The best centres are those of least objective: run 0's first reached 8.0.
     assert best[:, 0, 0].tolist() == [2.0, 12.0, 4.0]
+    torch.testing.assert_close(value, objective(best, None))  # returned, not recomputed
 
 
 class _ScaledSteps:

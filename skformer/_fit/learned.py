@@ -128,7 +128,8 @@ def project_context(rows: np.ndarray, weight: np.ndarray | None, width: int,
 @torch.no_grad()
 def learned_loop(step: Callable, objective: Callable, z: torch.Tensor, *, schedule: int,
                  max_iter: int, tol: torch.Tensor, rel_tol: float, d: int,
-                 report: Callable | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                 report: Callable | None = None,
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Learned steps of runs from model-frame centres ``z`` (e, k, w), until each stops:
     one loop for a fit's run (``e`` = 1) and for many problems' runs.
 
@@ -156,6 +157,8 @@ def learned_loop(step: Callable, objective: Callable, z: torch.Tensor, *, schedu
     best : Tensor of shape (e, k, w)
         Each run's centres of least objective among its start and its steps.
     n_steps : LongTensor of shape (e,)
+    objective : Tensor of shape (e,)
+        The objective at ``best`` (float64).
     """
     e = z.shape[0]
     best_z, best = z.clone(), objective(z, None)
@@ -188,7 +191,7 @@ def learned_loop(step: Callable, objective: Callable, z: torch.Tensor, *, schedu
                       else "converged" if bool(shift[0] <= tol[0]) else "stalled")
             report(i, float(shift[0]), float(value[0]), reason)
         active = active[~stop]
-    return best_z, n_steps
+    return best_z, n_steps, best
 
 
 @torch.no_grad()
@@ -229,8 +232,8 @@ def learned_search(stepper: LearnedStepper, objective: Callable, z: torch.Tensor
         if report is not None:
             report(f)
         step = stepper.scaled(f).step if f != 1.0 else stepper.step
-        found, n = learned_loop(step, objective, z.clone(), report=report_step, **loop)
-        value = objective(found, None)
+        found, n, value = learned_loop(step, objective, z.clone(), report=report_step,
+                                       **loop)
         if best is None:
             best_z, n_steps, best = found, n, value
             chosen = torch.full_like(value, f, dtype=torch.float64)
