@@ -86,6 +86,34 @@ def test_large_float32_problem_equals_kmeans():
     assert n_iter == km.n_iter_
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_explicit_init_with_a_large_problem_and_fewer_clusters_beside(dtype):
+    # Issue 41: a large problem cuts the batch into parts whose largest k is the small
+    # problems' own (3 and 2 here, K for the batch): the zero rows of init past a small
+    # problem's k were centres (labels beyond k) or raised a tensor size error.
+    rng = np.random.default_rng(5)
+    sizes = [(60, 3), (N, K), (80, 2), (70, 3)]
+    X = [blobs(rng, m, 2, k).astype(dtype) for m, k in sizes]
+    ks = [k for _, k in sizes]
+    assert is_large(X, ks).tolist() == [False, True, False, False]
+    starts = [kmeans_plusplus(x, k, random_state=i)[0]
+              for i, (x, k) in enumerate(zip(X, ks, strict=True))]
+    init = np.zeros((len(X), K, 2))
+    for i, c in enumerate(starts):
+        init[i, : len(c)] = c
+    rtol = 1e-6 if dtype == np.float64 else 1e-5
+    for form in (dict(X=X, init=starts), dict(X=X, init=init)):
+        result = batch_k_means(form["X"], ks, init=form["init"], device="cpu")
+        for i, x in enumerate(X):
+            km = KMeans(ks[i], init=starts[i], n_init=1, algorithm="lloyd").fit(x)
+            assert result.labels[i].max() < ks[i]
+            np.testing.assert_array_equal(result.labels[i], km.labels_)
+            np.testing.assert_allclose(result.cluster_centers[i], km.cluster_centers_,
+                                       rtol=rtol, atol=rtol)
+            assert result.inertia[i] == pytest.approx(km.inertia_, rel=rtol)
+            assert result.n_iter[i] == km.n_iter_
+
+
 def _routed(X, k, *, init, n_init, random_state, sample_weight=None, tol=1e-4):
     """batch_k_means with every problem run by the one-problem driver (the rule's
     threshold lowered to one row), as the driver calls it."""

@@ -105,6 +105,15 @@ def _explicit_init(init, problems: Problems) -> torch.Tensor:
     return out
 
 
+def _block_init(explicit: torch.Tensor, block: ProblemBlock) -> torch.Tensor:
+    """The caller's initial centres of the block's problems, user frame, shape
+    (p, k, d) with ``k`` the block's own largest ``n_clusters``: the batch's ``k_max``
+    may be larger, and its zero rows past a problem's ``n_clusters`` are no centres
+    (the block's centre mask covers its own ``k`` only)."""
+    k = int(block.ks.max())
+    return explicit[torch.as_tensor(block.index, device=explicit.device), :k]
+
+
 def _seed(block: ProblemBlock, init, streams: ProblemStreams) -> torch.Tensor:
     """Initial centres (p, k_max, d) of one run of each of the block's problems (working
     frame), from each problem's own stream."""
@@ -324,7 +333,7 @@ def batch_k_means(
         block = problems.block(index, float(tol))
         p = len(index)
         if explicit is not None:
-            starts = block.to_working(explicit[torch.as_tensor(index, device=dev)])
+            starts = block.to_working(_block_init(explicit, block))
         else:
             starts = torch.cat([_seed(block, init, streams.child(r)) for r in range(n_init)])
         problem = torch.arange(p, device=dev).repeat(n_init)
