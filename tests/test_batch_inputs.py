@@ -93,3 +93,21 @@ def test_learned_runs_over_several_blocks(monkeypatch):
         np.testing.assert_allclose(result.cluster_centers[i], est.cluster_centers_,
                                    rtol=1e-6, atol=1e-9)
         assert result.inertia[i] == pytest.approx(est.inertia_, rel=1e-9)
+
+
+def test_a_results_centres_are_an_init():
+    # The NaN rows of a result's cluster_centers (past each problem's k) are padding:
+    # as init, they are never read (they were an error "contain NaN").
+    rng = np.random.default_rng(1)
+    X = np.stack([blobs(rng, 50, 2, 4) for _ in range(3)])
+    ks = [2, 4, 3]
+    first = batch_k_means(X, ks, random_state=0, max_iter=2)
+    assert np.isnan(first.cluster_centers[0, 2:]).all()
+    again = batch_k_means(X, ks, init=first.cluster_centers)
+    zeros = batch_k_means(X, ks, init=np.nan_to_num(first.cluster_centers))
+    for a, b in zip(again, zeros, strict=True):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match=r"contain NaN or infinity \(problem 1\)"):
+        bad = first.cluster_centers.copy()
+        bad[1, 0, 0] = np.nan  # within problem 1's k: an error
+        batch_k_means(X, ks, init=bad)

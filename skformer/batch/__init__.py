@@ -95,9 +95,11 @@ def _explicit_init(init, problems: Problems) -> torch.Tensor:
             raise ValueError(f"The shape of the initial centers {tuple(c.shape)} does not "
                              f"match (n_problems, n_clusters, n_features) = ({b}, {k_max}, "
                              f"{d}).")
-        out.copy_(c)
-        out *= torch.arange(k_max, device=out.device).view(1, -1, 1) < torch.as_tensor(
+        # Rows past a problem's n_clusters are padding, never read: any values (the NaN
+        # rows of a result's ``cluster_centers`` too) become zeros.
+        rows = torch.arange(k_max, device=out.device).view(1, -1, 1) < torch.as_tensor(
             problems.ks, device=out.device).view(-1, 1, 1)
+        out.copy_(c.masked_fill(~rows, 0.0))
     bad = torch.nonzero(~torch.isfinite(out).all(-1).all(-1))
     if bad.numel():
         raise ValueError(f"The initial centers contain NaN or infinity (problem "
@@ -232,7 +234,9 @@ def batch_k_means(
             arrays, default="k-means++"
         ``"k-means++"``: scikit-learn's greedy k-means++ (``2 + int(ln k)`` candidates
         per centre); ``"random"``: ``k`` distinct points drawn in proportion to their
-        weights; or the initial centres themselves (then ``n_init`` is 1).
+        weights; or the initial centres themselves (then ``n_init`` is 1). In a 3-D
+        array, ``k`` is the largest ``n_clusters`` and the rows past a problem's own
+        are padding, never read (they may hold anything, e.g. a result's NaN rows).
     n_init : int, default=1
         Runs per problem from different initial centres; each problem keeps its run of
         lowest inertia (KMeans' rule).
