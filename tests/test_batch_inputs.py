@@ -6,6 +6,8 @@ block with its own largest ``n_clusters``. Oracle: per problem, KMeans from the 
 initial centres. Then the weights, checked as KMeans checks them once cast to X's dtype.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.cluster import KMeans, kmeans_plusplus
@@ -111,3 +113,37 @@ def test_a_results_centres_are_an_init():
         bad = first.cluster_centers.copy()
         bad[1, 0, 0] = np.nan  # within problem 1's k: an error
         batch_k_means(X, ks, init=bad)
+
+
+TOO_LARGE = r"sample_weight contains infinity or a value too large for dtype\('float32'\)"
+
+
+@pytest.mark.parametrize("form", ["array", "list"])
+@pytest.mark.parametrize(("value", "match"), [
+    (1e39, TOO_LARGE + r" \(problem 1\)"),
+    (-1e39, TOO_LARGE + r" \(problem 1\)"),
+    (1e-50, r"Sample weights must contain at least one non-zero number \(problem 1\)"),
+])
+def test_weights_checked_in_float32(form, value, match):
+    # Issue 41: a float32 X's weights are cast to float32 (as KMeans casts them): one
+    # above float32's maximum became inf there, and the centres and inertia NaN; weights
+    # that all underflow to 0 left a problem weightless. Both are KMeans' errors.
+    X = np.random.default_rng(2).normal(size=(3, 20, 2)).astype(np.float32)
+    w = np.ones((3, 20))
+    w[1, 3] = value
+    if value == 1e-50:
+        w[1] = value
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy: overflow in the cast
+        with pytest.raises(ValueError, match=match.split(r" \(problem")[0]):
+            KMeans(2, n_init=1).fit(X[1], sample_weight=w[1])
+        with pytest.raises(ValueError, match=match.split(r" \(problem")[0]):
+            TransformerKMeans(2, n_init=1, device="cpu").fit(X[1], sample_weight=w[1])
+    with pytest.raises(ValueError, match=match):
+        if form == "array":
+            batch_k_means(X, 2, sample_weight=w)
+        else:
+            batch_k_means(list(X), 2, sample_weight=list(w))
+    # float64 holds them: the same weights are valid for a float64 X
+    result = batch_k_means(X.astype(np.float64), 2, sample_weight=np.abs(w), random_state=0)
+    assert np.isfinite(result.inertia).all()

@@ -346,15 +346,19 @@ def _check_finite(data, lengths: np.ndarray) -> None:
         raise ValueError(f"Input X contains NaN or infinity (problem {i}).")
 
 
-def _check_weights(weights, lengths: np.ndarray) -> None:
+def _check_weights(weights, lengths: np.ndarray, dtype: torch.dtype) -> None:
+    """KMeans' errors for the weights of each problem, as KMeans casts them to X's
+    ``dtype``: a weight too large for a float32 X becomes infinite there (and its
+    centres NaN), one too small for it becomes 0."""
+    name = np.dtype(np.float32 if dtype == torch.float32 else np.float64)
     checks = [
         (lambda w, v: (torch.isnan(w) & v).any(-1), "Input sample_weight contains NaN"),
-        (lambda w, v: (torch.isinf(w) & v).any(-1), "Input sample_weight contains infinity "
-                                                    "or a value too large for dtype('float64')"),
+        (lambda w, v: (torch.isinf(w.to(dtype)) & v).any(-1),
+         f"Input sample_weight contains infinity or a value too large for {name!r}"),
         (lambda w, v: ((w < 0) & v).any(-1), "Negative values in data passed to "
                                              "`sample_weight`"),
-        (lambda w, v: ~((w != 0) & v).any(-1), "Sample weights must contain at least one "
-                                               "non-zero number"),
+        (lambda w, v: ~((w.to(dtype) != 0) & v).any(-1), "Sample weights must contain at "
+                                                          "least one non-zero number"),
     ]
     for test, message in checks:
         i = _first(_per_problem(weights, lengths, test))
@@ -443,14 +447,14 @@ def as_problems(X, n_clusters, *, lengths, sample_weight, device) -> Problems:
         raise ValueError(f"n_samples={n_rows[i]} should be >= n_clusters={ks[i]} "
                          f"(problem {i}).")
     _check_finite(data, n_rows)
-    weights = _weights(sample_weight, data, n_rows, dev)
+    weights = _weights(sample_weight, data, n_rows, dev, dtype)
     return Problems(b, d, n_rows, ks, dtype, dev, form, source, data, weights,
                     _blocks(n_rows, d, sort=isinstance(data, list)))
 
 
-def _weights(sample_weight, data, n_rows: np.ndarray, dev):
+def _weights(sample_weight, data, n_rows: np.ndarray, dev, dtype: torch.dtype):
     """Per-problem float64 weights in ``data``'s form (a (b, n) tensor or a list), or
-    None when every weight is 1."""
+    None when every weight is 1; checked as cast to X's ``dtype``."""
     if sample_weight is None:
         return None
     b = len(n_rows)
@@ -473,7 +477,7 @@ def _weights(sample_weight, data, n_rows: np.ndarray, dev):
         if tuple(ws.shape) != tuple(data.shape[:2]):
             raise ValueError(f"sample_weight must have shape {tuple(data.shape[:2])} (X's "
                              f"first two axes), got {tuple(ws.shape)}.")
-    _check_weights(ws, n_rows)
+    _check_weights(ws, n_rows, dtype)
     ones = _per_problem(ws, n_rows, lambda w, v: ((w == 1) | ~v).all(-1))
     return None if bool(ones.all()) else ws
 
