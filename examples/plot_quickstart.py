@@ -48,7 +48,7 @@ print("new points ->", est.predict(X[:3] + 0.5))
 # three restarts is the yardstick. Each fit takes milliseconds, so the times are paired
 # per seed, after a first fit of each kind (it loads the compiled step and the model);
 # ``python -m benchmarks.readme_snippet`` (in the repository) repeats each fit and records
-# the README's figures.
+# the figures that the Benchmarks page gives for this data ("From the README").
 seeds = range(10)
 gains, gains_km3, kept = [], [], []
 seconds = {"fast": [], "learned": [], "KMeans(n_init=3)": []}
