@@ -1,14 +1,15 @@
-"""The learned mode on the data of the README's first snippet: kept runs, inertia, time.
+"""The learned mode on the data of the README's example: kept runs, inertia, time.
 
 The data: ``make_blobs(n_samples=2000, n_features=8, centers=10, cluster_std=4.0,
 random_state=1)``. For each seed (default 0 to 9), with that ``random_state``:
 ``TransformerKMeans`` in the fast mode (KMeans' run), in the learned mode
 (``learned_starts=1``), ``KMeans(n_init=1)`` and ``KMeans(n_init=3)``.
 
-Every figure of the README about this data comes from here: how many learned runs were
-kept, the learned mode's mean inertia below KMeans' (and that it is never above), its time
-relative to the fast mode, and ``KMeans(n_init=3)``'s inertia and time relative to the
-learned mode. ``tests/test_readme.py`` checks that the README quotes the committed result,
+Every figure about this data in docs/benchmarks.rst ("From the README", where the
+README's figures moved) comes from here: how many learned runs were kept, the learned
+mode's mean inertia below KMeans' (and that it is never above), its time relative to the
+fast mode, and ``KMeans(n_init=3)``'s inertia and time relative to the learned mode.
+``tests/test_readme.py`` checks that the page quotes the committed result,
 ``benchmarks/results/readme_snippet.json``.
 
 Times: one warm-up round (imports, loading the model and the compiled kernels), then
@@ -87,7 +88,7 @@ def measure(seeds, reps: int) -> list[dict]:
 
 
 def summarise(records: list[dict]) -> dict:
-    """The README's figures, from the per-seed records of :func:`measure`."""
+    """The figures on this data, from the per-seed records of :func:`measure`."""
     def ratios(num: str, den: str) -> list[float]:
         return [r[num] / r[den] for r in records]
 

@@ -1,9 +1,11 @@
 """Every Python code block of README.md runs as written (so that the README cannot rot),
-its set-up commands say what they install, and its figures on the first snippet's data are
-those of the recorded run of the command that measures them.
+its set-up commands say what they install, it stays a page a newcomer reads (short, the
+install line first, one table of results, links to the docs), and the figures on the
+snippet's data (docs/benchmarks.rst, "From the README") are those of the recorded run of
+the command that measures them.
 
 Each ```python block is executed on its own, in a fresh namespace, as a reader would paste
-it into a new interpreter.
+it into a new interpreter (tests/test_docs_blocks.py does the same for docs/*.rst).
 """
 
 import json
@@ -15,6 +17,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 SNIPPET_RESULT = ROOT / "benchmarks" / "results" / "readme_snippet.json"
+# Where the snippet's figures moved when the README was cut to a page (issue 41).
+SNIPPET_PAGE = ROOT / "docs" / "benchmarks.rst"
 
 
 def _blocks() -> list:
@@ -30,7 +34,7 @@ def _blocks() -> list:
 
 
 def test_the_readme_has_python_blocks():
-    assert len(_blocks()) >= 3
+    assert len(_blocks()) >= 1
 
 
 @pytest.mark.parametrize("code, line", _blocks())
@@ -68,17 +72,71 @@ def test_the_quick_start_says_what_the_torch_pin_installs(path, title, fence):
             "pip install torch==2.13.0") in flat
 
 
-# ------------------------------------------------- figures on the first snippet's data
+# ------------------------------------------------------------ a page a newcomer reads
 
 
-def _flat_readme() -> str:
-    return " ".join(README.read_text(encoding="utf-8").replace("`", "").split())
+# What a newcomer wants first (issue 41): what it is, the install line, a short example,
+# one table of results against KMeans and the other methods, then links to the docs.
+MAX_BYTES = 7000
+METHODS = ["KMeans (n_init=1)", "KMeans (n_init=10)", "Breathing K-Means",
+           "TransformerKMeans (learned_starts=1)"]
+
+
+def test_the_readme_fits_on_about_three_screens():
+    assert len(README.read_bytes()) < MAX_BYTES
+
+
+def test_the_install_line_comes_first():
+    text = README.read_text(encoding="utf-8")
+    before = text[:text.index("pip install torch==2.13.0 && pip install . && skformer demo")]
+    assert len(before.split()) <= 100
+
+
+def _table(text: str) -> list:
+    """The cells of the README's first markdown table, one list per line."""
+    lines = [line.strip() for line in text.splitlines()]
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_readme_has_one_table_of_results_against_the_other_methods():
+    text = README.read_text(encoding="utf-8")
+    header, rule, *rows = _table(text)
+    assert header[1:] == METHODS
+    assert len(rows) >= 3
+    for row in rows:
+        assert len(row) == len(header), row
+        for cell in row[1:]:  # gap to the best known inertia (%) / time (s)
+            assert re.fullmatch(r"(?:[\d.]+|–) / (?:[\d.]+|–)", cell), (row[0], cell)
+    after = " ".join(text[text.index(rule[0]):].split())
+    assert "Made by `skformer bench anchors`" in after
+    assert "[docs/benchmarks.rst](docs/benchmarks.rst)" in after
+
+
+def test_the_readme_s_links_lead_to_files_of_the_repository():
+    text = README.read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
+    assert any(target.startswith("docs/") for target in targets)
+    missing = [t for t in targets if "://" not in t and not (ROOT / t).exists()]
+    assert not missing
+
+
+# ------------------------------------------------- figures on the snippet's data
+
+
+def _flat(path: Path) -> str:
+    return " ".join(path.read_text(encoding="utf-8").replace("`", "").split())
 
 
 def test_the_learned_mode_figures_are_those_of_the_recorded_run():
     from benchmarks.readme_snippet import DATA
 
-    text = _flat_readme()
+    text = _flat(SNIPPET_PAGE)
     recorded = json.loads(SNIPPET_RESULT.read_text(encoding="utf-8"))
     summary = recorded["summary"]
     assert recorded["data"] == DATA
@@ -92,7 +150,7 @@ def test_the_learned_mode_figures_are_those_of_the_recorded_run():
         r"([\d.]+) % below KMeans' on average \(at most KMeans' for every seed\), at "
         r"([\d.]+) times the fast mode's time \(the median over the seeds of each seed's "
         r"paired ratio, ([\d.]+) to ([\d.]+);", text)
-    assert match, "the README's sentence on the snippet's data changed: update this test"
+    assert match, "the sentence on the snippet's data changed: update this test"
     kept, last_seed, below, ratio, low, high = match.groups()
     assert summary["seeds"] == list(range(int(last_seed) + 1))
     assert int(kept) == summary["learned_kept"]

@@ -9,7 +9,8 @@
 Each kernel is decorated where it is defined and compiled on its first call per dtype.
 Importing skformer imports none of this: :func:`load` imports numba and the kernel
 modules on the first fit that chooses the compiled backend (about 0.7 s and 28 MB per
-process), and the first fit on a machine compiles them (the README gives the time).
+process), and the first fit on a machine compiles them (docs/benchmarks.rst, "The first
+fit's compile", gives the time).
 """
 
 from __future__ import annotations
