@@ -47,3 +47,6 @@ class AttentionBackend(Backend):
 
     def norms(self) -> float:
         return self.scorer.norms()
+
+    def costs(self, c):
+        return self.scorer.costs(c)

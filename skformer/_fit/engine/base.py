@@ -15,7 +15,9 @@ containers. Its verbs:
   changed, the same arithmetic for every backend;
 - :meth:`Backend.score`: the inertia of centres and, against other centres, the
   contingency table of the two assignments (:func:`same_partition` reads it);
-- :meth:`Backend.norms`: the points' weighted sum of squared norms.
+- :meth:`Backend.norms`: the points' weighted sum of squared norms;
+- :meth:`Backend.costs`: each centre's error and utility (:class:`CentreCosts`), what
+  the global moves (:mod:`skformer._fit.moves`) choose their centres by.
 
 Every backend sums in the data's dtype within a chunk or block and in float64 across
 blocks, and blocks follow one grid of rows whatever the container
@@ -32,10 +34,10 @@ import numpy as np
 import torch
 
 from ..kernels import Kernels
-from ..sources import Block
+from ..sources import Block, sum_parts
 
-__all__ = ["Backend", "LloydStats", "Stepper", "contingency", "dense_norms", "end_step",
-           "means", "same_partition"]
+__all__ = ["Backend", "CentreCosts", "LloydStats", "Stepper", "contingency", "dense_costs",
+           "dense_norms", "end_step", "means", "same_partition"]
 
 
 class LloydStats(NamedTuple):
@@ -59,6 +61,22 @@ class LloydStats(NamedTuple):
         """Whether ``other`` holds the same statistics (then the same assignment)."""
         return (other is not None and np.array_equal(self.mass, other.mass)
                 and np.array_equal(self.sums, other.sums))
+
+
+class CentreCosts(NamedTuple):
+    """What each centre costs and is worth under the nearest-centre assignment."""
+
+    error: np.ndarray
+    """(k,) float64: the weighted sum of squared distances of each centre's points (they
+    sum to the inertia)."""
+    utility: np.ndarray
+    """(k,) float64: the weighted sum, over each centre's points, of the squared distance
+    to their second-nearest centre less that to their own: how much the inertia would
+    grow were the centre removed and its points moved to their next centre."""
+
+    @property
+    def inertia(self) -> float:
+        return float(self.error.sum())
 
 
 Stepper = Callable[[np.ndarray], tuple[np.ndarray | None, LloydStats]]
@@ -94,11 +112,47 @@ class Backend(ABC):
     def norms(self) -> float:
         """The points' weighted sum of squared norms (float64)."""
 
+    def costs(self, c: np.ndarray) -> CentreCosts:
+        """Each of centres ``c``'s (k, d) error and utility, one pass (float64; a dense
+        source's blocks by torch, backends with faster arithmetic override it)."""
+        return CentreCosts(*self.source.map_reduce(dense_costs, sum_parts, c))
+
 
 def dense_norms(block: Block) -> float:
     """A dense block's weighted sum of squared norms (float64)."""
     sq = block.x.double().square().sum(-1)
     return float((sq if block.w is None else sq * block.w).sum())
+
+
+# Rows per chunk of :func:`dense_costs`' distances (rows x k values at a time).
+_COST_VALUES = 2**20
+
+
+def dense_costs(block: Block, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A dense block's contribution to :class:`CentreCosts` of centres ``c`` (k, d): each
+    row's two nearest centres by ``|c|^2 - 2 x.c`` (the block's dtype, chunk by chunk),
+    their squared distances from the differences (float64), summed per centre."""
+    x = block.x
+    ct = torch.from_numpy(np.ascontiguousarray(c)).to(x.device, x.dtype)
+    c64 = torch.from_numpy(np.asarray(c, dtype=np.float64)).to(x.device)
+    k = ct.shape[0]
+    c_sq = ct.square().sum(-1)
+    error = torch.zeros(k, dtype=torch.float64, device=x.device)
+    utility = torch.zeros_like(error)
+    rows = max(1, _COST_VALUES // max(1, k))
+    for s in range(0, x.shape[0], rows):
+        xs = x[s : s + rows]
+        two = torch.addmm(c_sq, xs, ct.T, alpha=-2.0).topk(min(2, k), largest=False).indices
+        x64 = xs.double().unsqueeze(1)
+        sq = (x64 - c64[two]).square().sum(-1)  # (rows, 1 or 2)
+        near = sq[:, 0]
+        gap = (sq[:, 1] - near).clamp_min(0) if k > 1 else torch.zeros_like(near)
+        if block.w is not None:
+            w = block.w[s : s + rows].to(x.device, torch.float64)
+            near, gap = near * w, gap * w
+        error.index_add_(0, two[:, 0], near)
+        utility.index_add_(0, two[:, 0], gap)
+    return error.cpu().numpy(), utility.cpu().numpy()
 
 
 def means(c: np.ndarray, stats: LloydStats) -> np.ndarray:

@@ -38,10 +38,10 @@ from ..kernels import step as _step
 from ..kernels.bounds import NO_BOUNDS, RowBounds
 from ..kernels.step import NO_WEIGHTS
 from ..sources import Block, Source, merge_tree, sum_parts
-from .base import Backend, LloydStats, Stepper, contingency, dense_norms
+from .base import Backend, CentreCosts, LloydStats, Stepper, contingency, dense_norms
 
 __all__ = ["BOUNDS_AFTER", "BOUNDS_PRODUCTS", "BOUNDS_STOP", "CHUNK", "CompiledBackend",
-           "Grid", "GridStep", "cpu_score", "grid_edges", "grid_sums"]
+           "Grid", "GridStep", "cpu_score", "grid_costs", "grid_edges", "grid_sums"]
 
 # Distances (rows x centres) per chunk: a chunk is the unit of work of a thread, large
 # enough that handing it over costs little beside its arithmetic, small enough that the
@@ -174,6 +174,54 @@ def grid_sums(tokens: np.ndarray, w: np.ndarray | None, cct: np.ndarray, rows: i
     if bounds is not None:
         bounds.computed = computed
     return acc
+
+
+def grid_costs(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray, rows: int,
+               threads: int, block_rows: int | None = None) -> list[tuple]:
+    """Each block's contribution (error (k,), utility (k,), float64) to the costs of
+    centres ``c`` (k, d) (:class:`~.base.CentreCosts`), over tokens ``[x ; 1]`` (m, D)
+    with weights ``w`` (None: 1), on the grid of :func:`grid_sums` (the chunks of all
+    the blocks shared among ``threads`` threads, each block's chunks added in order).
+
+    Examples
+    --------
+    >>> t = np.array([[0.0, 1.0], [1.0, 1.0], [10.0, 1.0]])   # tokens [x ; 1]
+    >>> [(e.tolist(), u.tolist()) for e, u in grid_costs(t, None, np.array([[0.0], [9.0]]),
+    ...                                                   rows=256, threads=1)]
+    [([1.0, 1.0], [144.0, 99.0])]
+    """
+    from ..kernels import costs as _costs
+
+    m = tokens.shape[0]
+    k = c.shape[0]
+    wt = NO_WEIGHTS if w is None else np.ascontiguousarray(w, np.float64)
+    cct = np.ascontiguousarray(augmented(c, tokens.dtype).T)
+    c64 = np.ascontiguousarray(c, dtype=np.float64)
+    edges, block = grid_edges(m, rows, block_rows or m)
+    chunks = len(block)
+    per = max(1, -(-chunks // max(1, threads)))
+
+    def run(first: int) -> np.ndarray:
+        stop = min(chunks, first + per)
+        parts = np.zeros((stop - first, 2, k))
+        _costs.chunk_costs(tokens, wt, cct, c64, edges, first, stop, parts)
+        return parts
+
+    tasks = range(0, chunks, per)
+    acc = np.zeros((int(block[-1]) + 1 if chunks else 1, 2, k))
+    for first, parts in zip(tasks, ordered_map(run, tasks, min(threads, len(tasks))),
+                            strict=True):
+        owner = block[first : first + len(parts)]
+        for i, part in enumerate(parts):  # chunk by chunk, in order, into each block's
+            acc[owner[i]] += part
+    return [(a[0], a[1]) for a in acc]
+
+
+def block_costs(block: Block, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A dense CPU block's contribution to the costs of centres ``c`` (k, d)."""
+    tokens, w = _arrays(block)
+    rows = max(256, CHUNK // c.shape[0])
+    return grid_costs(tokens, w, c, rows, 1)[0]
 
 
 class GridStep:
@@ -316,4 +364,13 @@ class CompiledBackend(Backend):
 
     def norms(self) -> float:
         return float(self.source.map_reduce(dense_norms, sum_parts))
+
+    def costs(self, c):
+        if self._resident is None:
+            return CentreCosts(*self.source.map_reduce(block_costs, sum_parts, c))
+        tokens, w = self._resident
+        rows = max(256, self.grid.chunk // c.shape[0])
+        threads = cpu_threads() if tokens.shape[0] > rows else 1
+        parts = grid_costs(tokens, w, c, rows, threads, self.source.block_rows)
+        return CentreCosts(*merge_tree(parts, sum_parts))
 

@@ -20,9 +20,9 @@ from sklearn.utils.extmath import row_norms
 
 from ..assign import sparse_nearest, sparse_row_squares
 from ..sources import Block, Source, sum_parts
-from .base import Backend, LloydStats, Stepper, contingency
+from .base import Backend, CentreCosts, LloydStats, Stepper, contingency
 
-__all__ = ["SparseBackend", "sparse_norms", "sparse_score", "sparse_stats"]
+__all__ = ["SparseBackend", "sparse_costs", "sparse_norms", "sparse_score", "sparse_stats"]
 
 
 def _weights(block: Block) -> np.ndarray | None:
@@ -70,6 +70,42 @@ def sparse_score(block: Block, c: np.ndarray, other: np.ndarray | None):
     return inertia, contingency(labels, labels2, cn.shape[0])
 
 
+# Most (rows, k) squared distances of a sparse block held at once by :func:`sparse_costs`.
+_COST_VALUES = 2**20
+
+
+def sparse_costs(block: Block, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A sparse block's contribution to the centres' errors and utilities
+    (:class:`~.base.CentreCosts`): ``|x|^2 + |c|^2 - 2 x.c`` from one sparse-dense
+    product per chunk of rows (float64, clipped at 0)."""
+    x = block.x
+    c64 = np.asarray(c, dtype=np.float64)
+    k = c64.shape[0]
+    c_sq = np.square(c64).sum(-1)
+    w = _weights(block)
+    error, utility = np.zeros(k), np.zeros(k)
+    rows = max(1, _COST_VALUES // max(1, k))
+    for s in range(0, x.shape[0], rows):
+        xs = x[s : s + rows]
+        dist = np.asarray(xs @ c64.T, dtype=np.float64)
+        dist *= -2.0
+        dist += c_sq
+        dist += sparse_row_squares(xs)[:, None]
+        np.maximum(dist, 0.0, out=dist)
+        near = dist.argmin(1)
+        first = dist[np.arange(len(near)), near]
+        if k > 1:
+            dist[np.arange(len(near)), near] = np.inf
+            gap = dist.min(1) - first
+        else:
+            gap = np.zeros_like(first)
+        if w is not None:
+            first, gap = first * w[s : s + rows], gap * w[s : s + rows]
+        error += np.bincount(near, weights=first, minlength=k)
+        utility += np.bincount(near, weights=gap, minlength=k)
+    return error, utility
+
+
 class SparseBackend(Backend):
     """CSR rows, block by block on a few threads (SciPy's products release the GIL)."""
 
@@ -85,3 +121,6 @@ class SparseBackend(Backend):
 
     def norms(self) -> float:
         return float(self.source.map_reduce(sparse_norms, sum_parts))
+
+    def costs(self, c):
+        return CentreCosts(*self.source.map_reduce(sparse_costs, sum_parts, c))

@@ -4,6 +4,7 @@
   step, ordered merge);
 - :mod:`.bounds`: Hamerly's row bounds, which let a step skip rows;
 - :mod:`.assign`: the final assignment's nearest centres;
+- :mod:`.costs`: each centre's error and utility (the global moves');
 - :mod:`.cache`: their on-disk cache, which never breaks a fit.
 
 Each kernel is decorated where it is defined and compiled on its first call per dtype.
@@ -54,6 +55,6 @@ def load() -> Kernels | None:
         return None
     if numba.config.DISABLE_JIT:
         return None
-    from . import assign, bounds, step
+    from . import assign, bounds, costs, step
 
-    return Kernels(step, bounds, assign)
+    return Kernels(step, bounds, assign, costs)
