@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseTransformerKMeans
 from ._fit import FitResult, LearnedSetup, auto_context
+from ._fit.moves import BREATHING_DEPTH
 from .store.selection import choose_model
 
 __all__ = ["TransformerKMeans"]
@@ -92,6 +93,15 @@ class TransformerKMeans(BaseTransformerKMeans):
         stuck and a learned run on the context costs little beside a KMeans restart over
         all the rows; on small data (thousands of rows) more KMeans restarts reach as
         low an inertia sooner.
+    breathing_depth : int or "auto", default="auto"
+        Global moves after the runs (breathing k-means, Fritzke 2020), from the best
+        run: this many centres are added beside those of largest error and Lloyd steps
+        run, then as many of least utility are removed and Lloyd steps run again; the
+        cycles repeat while they lower the inertia by a relative ``tol``, the depth
+        dropping by one after each that does not. The result replaces the run's only
+        where its inertia is lower. 0: none. ``"auto"``: 5 with
+        ``learned_starts >= 1`` (the mode for the best clustering), 0 otherwise (the fast
+        mode stays KMeans' run).
     finish : {"lloyd", "none"}, default="lloyd"
         ``"lloyd"``: after the learned steps, exact Lloyd steps run to a fixed point,
         and the plain Lloyd run from the same start competes. ``"none"``: the centres
@@ -149,7 +159,10 @@ class TransformerKMeans(BaseTransformerKMeans):
         Learned steps of the selected run, at its kept temperature scale (0 when the
         plain Lloyd run was kept).
     n_lloyd_steps_ : int
-        Exact Lloyd steps of the selected run (0 with ``finish="none"``).
+        Exact Lloyd steps of the selected run (0 with ``finish="none"``), and of the
+        breathing cycles where they improved on it.
+    n_breathing_cycles_ : int
+        Breathing cycles made from the best run (0 without global moves).
     selected_run_ : {"lloyd", "learned"}
         Which run of the best initialisation gave the result.
     learned_used_ : bool
@@ -211,6 +224,7 @@ class TransformerKMeans(BaseTransformerKMeans):
         "embedding": [StrOptions({"binary", "onehot"})],
         "loss": [StrOptions({"l2", "ne"})],
         "learned_starts": [Interval(Integral, 0, None, closed="left")],
+        "breathing_depth": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "finish": [StrOptions({"lloyd", "none"})],
         "max_context": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}),
                         None],
@@ -228,6 +242,7 @@ class TransformerKMeans(BaseTransformerKMeans):
         max_iter=300,
         tol=1e-4,
         learned_starts=0,
+        breathing_depth="auto",
         finish="lloyd",
         max_context="auto",
         pretrain=True,
@@ -252,6 +267,7 @@ class TransformerKMeans(BaseTransformerKMeans):
         self.embedding = embedding
         self.loss = loss
         self.learned_starts = learned_starts
+        self.breathing_depth = breathing_depth
         self.finish = finish
         self.max_context = max_context
         self.pretrain = pretrain
@@ -294,9 +310,19 @@ class TransformerKMeans(BaseTransformerKMeans):
             warnings.warn(f"learned_starts={self.learned_starts}: no learned run is made: "
                           f"{reason}.", UserWarning, stacklevel=4)
 
+    def _breathing_depth(self) -> int:
+        """The breathing depth of the fit (``"auto"`` resolved)."""
+        if self.breathing_depth == "auto":
+            return BREATHING_DEPTH if self.learned_starts >= 1 and self.finish == "lloyd" else 0
+        if self.breathing_depth > 0 and self.finish == "none":
+            raise ValueError(f"breathing_depth={self.breathing_depth} needs finish='lloyd' "
+                             "(the global moves run Lloyd steps); set breathing_depth=0.")
+        return self.breathing_depth
+
     def _fit_spec(self, n_features: int, device: torch.device, random_state) -> dict:
         return {"learned": self._learned_setup(n_features, device), "finish": self.finish,
-                "learned_starts": self.learned_starts}
+                "learned_starts": self.learned_starts,
+                "breathing_depth": self._breathing_depth()}
 
     def _set_run_attributes(self, result: FitResult) -> None:
         self.n_learned_steps_ = result.n_learned_steps
@@ -304,3 +330,4 @@ class TransformerKMeans(BaseTransformerKMeans):
         self.selected_run_ = result.selected
         self.learned_used_ = result.learned_used
         self.learned_skipped_ = self._skip_reason or result.learned_skipped
+        self.n_breathing_cycles_ = result.n_breathing_cycles

@@ -143,3 +143,112 @@ def lloyd(
         centers = new
     costs.append(float(w @ assign(X, centers)[1]))
     return LloydResult(centers, labels, np.asarray(costs), n_empty)
+
+
+def centre_costs(
+    X: np.ndarray, centers: np.ndarray, sample_weight: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each centre's error (the weighted squared distances of its points) and utility
+    (the weighted sum, over its points, of the second-nearest squared distance less the
+    nearest), both (k,) float64, by brute force.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> error, utility = centre_costs(np.array([[0.0], [1.0], [10.0]]),
+    ...                               np.array([[0.0], [9.0]]))
+    >>> error.tolist(), utility.tolist()
+    ([1.0, 1.0], [144.0, 99.0])
+    """
+    X = np.asarray(X, dtype=np.float64)
+    c = np.asarray(centers, dtype=np.float64)
+    w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, float)
+    sq = ((X[:, None, :] - c[None, :, :]) ** 2).sum(-1)
+    labels = sq.argmin(1)
+    near = sq[np.arange(len(X)), labels]
+    if c.shape[0] > 1:
+        second = np.sort(sq, axis=1)[:, 1]
+    else:
+        second = near
+    k = c.shape[0]
+    return (np.bincount(labels, weights=w * near, minlength=k),
+            np.bincount(labels, weights=w * (second - near), minlength=k))
+
+
+def lloyd_to_fixed_point(X: np.ndarray, init: np.ndarray, max_iter: int,
+                         sample_weight: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """Lloyd iterations from ``init`` until the assignment no longer changes (or
+    ``max_iter``): the centres and the iterations made.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> c, n = lloyd_to_fixed_point(np.array([[0.0], [1.0], [10.0]]), np.array([[0.0], [1.0]]), 10)
+    >>> c.ravel().tolist(), n     # the third finds the assignment unchanged
+    ([0.5, 10.0], 3)
+    """
+    w = None if sample_weight is None else np.asarray(sample_weight, float)
+    centers = np.array(init, dtype=np.float64)
+    labels = None
+    for i in range(1, max_iter + 1):
+        new, new_labels = lloyd_step(np.asarray(X, np.float64), centers, w)
+        if labels is not None and np.array_equal(labels, new_labels):
+            return centers, i
+        centers, labels = new, new_labels
+    return centers, max_iter
+
+
+def breathing(X: np.ndarray, init: np.ndarray, depth: int, *, max_iter: int = 300,
+              sample_weight: np.ndarray | None = None, seed: int = 2020,
+              offset: float = 0.01, tol: float = 1e-9) -> tuple[np.ndarray, float, int]:
+    """Breathing k-means (Fritzke, 2020) from centres ``init`` at a fixed point of
+    Lloyd's algorithm, with Lloyd runs to a fixed point: the best centres, their
+    inertia and the cycles made. A cycle adds ``m`` centres beside the ``m`` of largest
+    error (offsets ``offset * rmse * (u - 0.5)``, ``u`` uniform from
+    ``numpy.random.default_rng(seed)``), runs Lloyd, removes the ``m`` of least utility
+    (each removal freezing its nearest other centre while more than ``m`` stay free),
+    runs Lloyd; ``m`` starts at ``depth`` and drops by one after a cycle that does not
+    lower the best inertia by a relative ``tol``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [1.0], [10.0], [11.0], [20.0], [21.0]])
+    >>> c, inertia, cycles = breathing(X, np.array([[0.0], [1.0], [15.5]]), 1)
+    >>> sorted(c.ravel().tolist()), inertia
+    ([0.5, 10.5, 20.5], 1.5)
+    """
+    X = np.asarray(X, dtype=np.float64)
+    w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, float)
+    rng = np.random.default_rng(seed)
+    c = np.array(init, dtype=np.float64)
+    m = min(depth, c.shape[0])
+    best, best_inertia = c, float(centre_costs(X, c, w)[0].sum())
+    cycles = 0
+    while m > 0 and cycles < max_iter:
+        error, _ = centre_costs(X, c, w)
+        rmse = np.sqrt(error.sum() / w.sum())
+        parents = np.argsort(-error, kind="stable")[:m]
+        wide = np.concatenate([c, c[parents] + offset * rmse * (rng.random((m, c.shape[1]))
+                                                                 - 0.5)])
+        wide, _ = lloyd_to_fixed_point(X, wide, max_iter, w)
+        _, utility = centre_costs(X, wide, w)
+        between = ((wide[:, None] - wide[None]) ** 2).sum(-1)
+        np.fill_diagonal(between, np.inf)
+        removed, frozen = [], set()
+        for j in np.argsort(utility, kind="stable"):
+            if j in frozen:
+                continue
+            removed.append(j)
+            if len(frozen) + m < len(wide):
+                frozen.add(int(between[j].argmin()))
+            if len(removed) == m:
+                break
+        c, _ = lloyd_to_fixed_point(X, np.delete(wide, removed, axis=0), max_iter, w)
+        cycles += 1
+        inertia = float(centre_costs(X, c, w)[0].sum())
+        if inertia < best_inertia * (1.0 - tol):
+            best, best_inertia = c, inertia
+        else:
+            m -= 1
+    return best, best_inertia, cycles

@@ -10,7 +10,8 @@ keeps whichever ends with the lower inertia, so it never ends above the plain Ll
 When the learned steps' context is a sample, a learned run gets its Lloyd steps on all
 the data only where the context screen (:mod:`.screen`) finds it another, better
 clustering of the context. The best run of ``n_init`` is chosen by inertia, as KMeans
-does.
+does. With a breathing depth, global moves (:mod:`.moves`) then start from it, and their
+centres replace it only where their inertia is lower.
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ from .blas import one_blas_thread
 from .engine import Backend, choose_backend, run_lloyd, same_partition
 from .frame import Frame, ModelFrame, ldexp_csr
 from .learned import LearnedPhase, LearnedSetup, context_indices, project_context
+from .moves import breathing
 from .screen import ContextScreen
-from .sources import Source, sum_parts
+from .sources import ArraySource, Source, sum_parts
 
-__all__ = ["FitResult", "FitSpec", "INIT_SAMPLE", "fit"]
+__all__ = ["Breathed", "FitResult", "FitSpec", "INIT_SAMPLE", "breathe_problem", "fit"]
 
 logger = logging.getLogger("skformer")
 
@@ -69,6 +71,9 @@ class FitSpec:
     backend: Callable[[Source, int], Backend] | None = None
     """Makes the fit's Lloyd backend from the source and ``n_clusters`` (tests choose
     one); None: :func:`~skformer._fit.engine.choose_backend`."""
+    breathing_depth: int = 0
+    """Centres the first breathing cycle adds and removes (:mod:`.moves`), from the best
+    run; 0: no global moves."""
 
 
 @dataclass
@@ -78,6 +83,7 @@ class _Run:
     n_lloyd: int = 0
     kind: str = "lloyd"
     inertia: float | None = None
+    n_cycles: int = 0  # breathing cycles made from this run
 
 
 @dataclass
@@ -95,6 +101,8 @@ class FitResult:
     learned_skipped: str | None = None
     """Why the fit made no learned run although its model was chosen (the data's range
     overflows, a sparse context too large to make dense), None otherwise."""
+    n_breathing_cycles: int = 0
+    """Breathing cycles made from the best run (whether or not they improved on it)."""
 
     @property
     def n_iter(self) -> int:
@@ -187,6 +195,11 @@ def _moments_partial(block) -> tuple[np.ndarray, np.ndarray]:
     return x.sum(0).cpu().numpy(), x.square().sum(0).cpu().numpy()
 
 
+def _block_weight(block) -> float:
+    """A block's total weight (its rows where all weights are 1)."""
+    return float(block.x.shape[0] if block.w is None else block.w.sum())
+
+
 def _fit_frame_variance(source: Source) -> float:
     """The mean over features of the (unweighted) variance of the source's rows in its
     fit frame, by one pass."""
@@ -218,13 +231,18 @@ class _Fit:
             # step. One pass in the fit frame, where the values lie in [-2, 2), gives it.
             variance = _fit_frame_variance(source)
         self.tol = 0.0 if spec.tol == 0 else variance * spec.tol
-        self.backend = (choose_backend(source, spec.n_clusters, spec.exact)
-                        if spec.backend is None else spec.backend(source, spec.n_clusters))
+        self.backend = self.make_backend(spec.n_clusters)
         self.phase: LearnedPhase | None = None
         self.skipped: str | None = None
         self.context: np.ndarray | None = None
         self.screen: ContextScreen | None = None
         self._x2: float | None = None
+
+    def make_backend(self, k: int) -> Backend:
+        """The fit's kind of Lloyd backend for ``k`` centres."""
+        spec = self.spec
+        return (choose_backend(self.source, k, spec.exact) if spec.backend is None
+                else spec.backend(self.source, k))
 
     @property
     def x2(self) -> float:
@@ -335,6 +353,43 @@ class _Fit:
         _, table = self.inertia(run.centers, best.centers)
         return not bool(same_partition(table, self.spec.n_clusters))
 
+    def breathe(self, run: _Run) -> _Run:
+        """Breathing cycles (:func:`~.moves.breathing`) from ``run``'s centres; their
+        best centres, where KMeans' rule finds them better than the run's."""
+        spec = self.spec
+        if spec.breathing_depth == 0 or spec.n_clusters == 1:
+            return run
+        self.scored(run)
+        device = run.centers.device
+        backends = {spec.n_clusters: self.backend}
+
+        def lloyd(c: np.ndarray) -> tuple[np.ndarray, int]:
+            k = c.shape[0]
+            if k not in backends:
+                backends[k] = self.make_backend(k)
+            end = run_lloyd(backends[k], torch.from_numpy(c).to(device), spec.max_iter,
+                            self.tol, log=False)
+            return end.centers.cpu().numpy(), end.n_iter
+
+        found = breathing(run.centers.cpu().numpy(), lloyd=lloyd, costs=self.backend.costs,
+                          depth=spec.breathing_depth, total_weight=self.total_weight,
+                          tol=spec.tol, max_cycles=spec.max_iter, to_user=self.to_user)
+        run.n_cycles = found.n_cycles
+        if found.n_cycles == 0:
+            return run
+        moved = self.scored(_Run(torch.from_numpy(found.centers).to(device), run.n_learned,
+                                 run.n_lloyd + found.n_steps, run.kind, None,
+                                 found.n_cycles))
+        logger.info("Breathing: %d cycles, inertia %.6g from %.6g.", found.n_cycles,
+                    self.to_user(moved.inertia), self.to_user(run.inertia))
+        return moved if self.better(moved, run) else run
+
+    @property
+    def total_weight(self) -> float:
+        """The points' total weight (their number without weights), one pass over the
+        weights."""
+        return float(self.source.map_reduce(_block_weight, sum_parts))
+
     @property
     def compares(self) -> bool:
         """Whether every run will be compared (several starts, or several runs per start
@@ -401,5 +456,46 @@ def fit(source: Source, spec: FitSpec) -> FitResult:
     for run in runs:
         if state.better(run, best):
             best = run
+    best = state.breathe(best)
     return FitResult(best.centers, state.frame, best.n_learned, best.n_lloyd, best.kind,
-                     state.phase is not None, state.skipped)
+                     state.phase is not None, state.skipped, best.n_cycles)
+
+
+@dataclass
+class Breathed:
+    """The end of :func:`breathe_problem` where the global moves improved on the start."""
+
+    centers: np.ndarray
+    """(k, d), the user's frame, X's dtype."""
+    labels: np.ndarray
+    inertia: float
+    n_steps: int
+    """Lloyd steps of the breathing cycles."""
+    n_cycles: int
+
+
+def breathe_problem(X: np.ndarray, sample_weight: np.ndarray | None, centers: np.ndarray, *,
+                    max_iter: int, tol: float, depth: int, device) -> tuple[Breathed | None, int]:
+    """The global moves of a fit (:meth:`_Fit.breathe`) on one in-memory problem, from
+    centres ``centers`` (k, d) in the user's frame: :func:`skformer.batch_k_means` runs
+    each problem's as :class:`~skformer.TransformerKMeans` runs its own.
+
+    Returns
+    -------
+    breathed : Breathed or None
+        None where the cycles found nothing better than the start.
+    n_cycles : int
+        The cycles made.
+    """
+    source = ArraySource(np.ascontiguousarray(X), sample_weight, torch.device(device))
+    spec = FitSpec(n_clusters=centers.shape[0], init=centers, n_init=1, max_iter=max_iter,
+                   tol=tol, random_state=np.random.RandomState(0), breathing_depth=depth)
+    state = _Fit(source, spec)
+    start = state.frame.apply(np.asarray(centers, dtype=source.dtype))
+    run = _Run(torch.from_numpy(np.ascontiguousarray(start)).to(source.device))
+    moved = state.breathe(run)
+    if moved is run:
+        return None, run.n_cycles
+    user = state.frame.to_user(moved.centers.cpu().numpy()).astype(source.dtype, copy=False)
+    labels, inertia, _ = source.final(user)
+    return Breathed(user, labels, float(inertia), moved.n_lloyd, moved.n_cycles), moved.n_cycles
