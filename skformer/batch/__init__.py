@@ -24,6 +24,8 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from .._fit.learned import LearnedSetup, auto_context
+from .._fit.moves import BREATHING_DEPTH
+from .._fit.runs import breathe_problem
 from ..seeding import ProblemStreams, kmeans_plusplus, kmeans_plusplus_draws, random_rows
 from ..store.selection import choose_model
 from ._inputs import ProblemBlock, Problems, as_problems, warn_explicit_init
@@ -57,7 +59,7 @@ class BatchKMeansResult(NamedTuple):
     """Shape (b,), int64: iterations of each problem's best run."""
 
 
-def _check_params(init, n_init, max_iter, tol, learned_starts) -> None:
+def _check_params(init, n_init, max_iter, tol, learned_starts, breathing_depth) -> None:
     if isinstance(init, str) and init not in ("k-means++", "random"):
         raise ValueError(f"init must be 'k-means++', 'random', an array of shape "
                          f"(n_problems, n_clusters, n_features) or a list of arrays; got "
@@ -68,6 +70,41 @@ def _check_params(init, n_init, max_iter, tol, learned_starts) -> None:
             raise ValueError(f"{name} must be an int >= {low}, got {value!r}.")
     if not isinstance(tol, Real) or isinstance(tol, bool) or not tol >= 0:
         raise ValueError(f"tol must be a float >= 0, got {tol!r}.")
+    if breathing_depth != "auto" and (not isinstance(breathing_depth, Integral)
+                                      or isinstance(breathing_depth, bool)
+                                      or breathing_depth < 0):
+        raise ValueError(f"breathing_depth must be 'auto' or an int >= 0, got "
+                         f"{breathing_depth!r}.")
+
+
+def _rows(problems: Problems, i: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """Problem ``i``'s rows (user frame, its dtype) and weights as NumPy arrays."""
+    n = int(problems.lengths[i])
+    x = problems.data[i][:n].cpu().numpy()
+    w = None if problems.weights is None else problems.weights[i][:n].cpu().numpy()
+    return x, w
+
+
+def _breathe(problems: Problems, depth: int, *, max_iter: int, tol: float, centres, labels,
+             inertia, n_iter) -> None:
+    """Each problem's global moves from its result, as :class:`~skformer.TransformerKMeans`
+    makes them (:func:`~skformer._fit.runs.breathe_problem`); where they improve on it,
+    its centres, labels, inertia and steps are replaced in place."""
+    for i in range(problems.n_problems):
+        k = int(problems.ks[i])
+        if k == 1:
+            continue
+        x, w = _rows(problems, i)
+        found, _ = breathe_problem(x, w, centres[i, :k].cpu().numpy().astype(x.dtype),
+                                   max_iter=max_iter, tol=tol, depth=depth,
+                                   device=problems.device)
+        if found is None:
+            continue
+        dev = centres.device
+        centres[i, :k] = torch.from_numpy(np.asarray(found.centers, np.float64)).to(dev)
+        labels[i, : x.shape[0]] = torch.from_numpy(np.asarray(found.labels, np.int64)).to(dev)
+        inertia[i] = found.inertia
+        n_iter[i] = int(n_iter[i]) + found.n_steps
 
 
 def _explicit_init(init, problems: Problems) -> torch.Tensor:
@@ -202,6 +239,7 @@ def batch_k_means(
     max_iter=300,
     tol=1e-4,
     learned_starts=0,
+    breathing_depth="auto",
     random_state=None,
     device="auto",
 ) -> BatchKMeansResult:
@@ -258,6 +296,11 @@ def batch_k_means(
         them on its sample when a problem has more points than its sample). Needs one
         ``n_clusters`` for every problem. Where no model can run (``n_clusters=1``), a
         ``UserWarning`` says why and the result is Lloyd's.
+    breathing_depth : int or "auto", default="auto"
+        Global moves from each problem's result, as in
+        :class:`~skformer.TransformerKMeans` (breathing k-means, made problem by problem
+        as that estimator makes them on the problem alone). 0: none. ``"auto"``: 5 with
+        ``learned_starts >= 1``, 0 otherwise.
     random_state : None, int, numpy RandomState or Generator, or array of b ints, \
             default=None
         Seeds the initialisation. Every problem draws from its own stream, a function
@@ -317,7 +360,9 @@ def batch_k_means(
     >>> [c.shape for c in result.cluster_centers], [len(lab) for lab in result.labels]
     ([(2, 3), (3, 3), (4, 3)], [30, 50, 40])
     """
-    _check_params(init, n_init, max_iter, tol, learned_starts)
+    _check_params(init, n_init, max_iter, tol, learned_starts, breathing_depth)
+    depth = ((BREATHING_DEPTH if learned_starts else 0) if breathing_depth == "auto"
+             else int(breathing_depth))
     problems = as_problems(X, n_clusters, lengths=lengths, sample_weight=sample_weight,
                            device=device)
     setup = _learned_model(problems, learned_starts, init) if learned_starts else None
@@ -356,6 +401,9 @@ def batch_k_means(
               seed=lambda block, r: _seed(block, init, streams.child(r)), n_init=n_init,
               max_iter=int(max_iter), tol=float(tol), centres=centres, labels=labels,
               inertia=inertia, n_iter=n_iter)
+    if depth:
+        _breathe(problems, depth, max_iter=int(max_iter), tol=float(tol), centres=centres,
+                 labels=labels, inertia=inertia, n_iter=n_iter)
     _warn_distinct(labels, problems.ks)
     centre_rows = torch.arange(k_max, device=dev) < torch.as_tensor(problems.ks, device=dev
                                                                    ).unsqueeze(-1)
