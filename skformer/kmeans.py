@@ -38,9 +38,14 @@ class TransformerKMeans(BaseTransformerKMeans):
     schedule's inverse temperatures and the centres of least objective on the context
     are kept (data differ in how soft a step they bear). Exact Lloyd steps then run to
     a fixed point, so the result is a local optimum of k-means, as KMeans returns. Of
-    the Lloyd run and the learned run the one of lower inertia is kept: with the same
-    ``init``, ``n_init`` and ``random_state`` as KMeans, the inertia is never above
-    KMeans', and lower where the learned steps find a better clustering.
+    the Lloyd run and the learned run the one of lower inertia is kept, and global moves
+    (breathing k-means, ``breathing_depth``) start from the best: they take centres
+    from where there are too many to where one is missing, which no local step can do,
+    and their result is kept only where its inertia is lower. So with the same
+    ``init``, ``n_init`` and ``random_state``, the inertia is never above the fast
+    mode's, which is KMeans' except where a cluster is left without points (KMeans
+    moves its centre to a far point, the exact Lloyd steps keep it; the global moves
+    then usually move it, see :doc:`/reliability`).
 
     The learned model serves every shape ``(n_features, n_clusters)`` without training
     at fit time. Where a model trained for the shape is shipped (or cached) and expected
@@ -84,9 +89,9 @@ class TransformerKMeans(BaseTransformerKMeans):
         Learned runs per initialisation. 0 (the default, the fast mode) runs the Lloyd
         run only: the fit is KMeans', by the exact transformer, at the speed of
         :class:`ExactLloydTransformer`. 1 (the slower, learned mode) adds the learned run
-        from the same initial centres; the better of the two is kept, so the inertia is
-        never above KMeans' and is lower wherever the learned steps find a better
-        clustering. Each further one adds a learned run from further k-means++ centres
+        from the same initial centres; the better of the two is kept (so the inertia is
+        never above the fast mode's), and the global moves of ``breathing_depth="auto"``
+        follow. Each further one adds a learned run from further k-means++ centres
         drawn on the context. At equal time against KMeans with more restarts
         (``n_init``; :doc:`/benchmarks`, "The learned mode at equal time"), 2 ended
         lower on generated data of 100,000 rows and more, where k-means++ starts get
@@ -159,10 +164,10 @@ class TransformerKMeans(BaseTransformerKMeans):
         Learned steps of the selected run, at its kept temperature scale (0 when the
         plain Lloyd run was kept).
     n_lloyd_steps_ : int
-        Exact Lloyd steps of the selected run (0 with ``finish="none"``), and of the
-        breathing cycles where they improved on it.
+        Exact Lloyd steps of the selected run (0 with ``finish="none"``).
     n_breathing_cycles_ : int
-        Breathing cycles made from the best run (0 without global moves).
+        Breathing cycles made from the best run (0 without global moves); their Lloyd
+        steps are not counted in ``n_iter_``, which stays one run's, as in KMeans.
     selected_run_ : {"lloyd", "learned"}
         Which run of the best initialisation gave the result.
     learned_used_ : bool

@@ -5,10 +5,13 @@ the inertia derived from a step's statistics equals the literal one. Then the fr
 exactness and the sources' summary.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import torch
 
+from skformer import TransformerKMeans
 from skformer._fit.engine import (
     LloydStats,
     choose_backend,
@@ -163,3 +166,19 @@ def test_a_power_of_two_changes_no_fit(dtype, power):
     np.testing.assert_array_equal(a.labels_, b.labels_)
     assert a.n_iter_ == b.n_iter_ > 1
     np.testing.assert_array_equal(np.ldexp(a.cluster_centers_, power), b.cluster_centers_)
+
+
+def test_a_context_far_below_the_fit_frames_scale_is_stepped():
+    """Issue 41: two sentinels at +-1e200 set the fit frame's scale, and the context (a
+    sample without them) spans 1e-200 of it: its squared range underflowed to 0 and the
+    tolerance's division raised ZeroDivisionError; the fast mode finished."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20_000, 2))
+    X[5], X[6] = 1e200, -1e200
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # fewer distinct clusters, as in the fast mode
+        fast = TransformerKMeans(4, random_state=0, device="cpu").fit(X)
+        est = TransformerKMeans(4, random_state=0, learned_starts=1, max_context=2048,
+                                device="cpu").fit(X)
+    assert est.learned_used_ and np.isfinite(est.inertia_)
+    assert est.inertia_ <= fast.inertia_

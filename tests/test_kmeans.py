@@ -465,3 +465,25 @@ def test_uniform_weights_however_large_change_nothing(finish, weight):
     assert fit.n_learned_steps_ == ref.n_learned_steps_
     assert fit.selected_run_ == ref.selected_run_
     assert fit.inertia_ == pytest.approx(weight * ref.inertia_, rel=1e-9)
+
+
+@pytest.mark.parametrize("X, n_clusters, init, cause", [
+    # three distinct rows for four clusters: KMeans' words
+    (np.repeat(np.arange(3.0)[:, None], 4, axis=0), 4, "k-means++",
+     "Possibly due to duplicate points in X"),
+    # distinct rows, a random start that leaves a cluster without points (issue 41)
+    (np.repeat(np.random.default_rng(0).normal(size=(30, 2)), 5, axis=0), 8, "random",
+     "A cluster was left without points: the exact Lloyd steps keep its centre"),
+])
+def test_fewer_clusters_warning_names_its_cause(X, n_clusters, init, cause):
+    for seed in range(40):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            TransformerKMeans(n_clusters, init=init, n_init=1, random_state=seed,
+                              device="cpu").fit(X)
+        messages = [str(w.message) for w in caught if w.category is ConvergenceWarning]
+        if messages:
+            assert cause in messages[0]
+            assert "distinct clusters" in messages[0]
+            return
+    pytest.fail("no start left fewer distinct clusters")

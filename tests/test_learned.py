@@ -106,3 +106,4 @@ def test_schedule_rows_and_config():
     assert rebuilt.config == model.config and rebuilt.schedule == 3
     with pytest.raises(ValueError, match="schedule must be an int >= 0"):
         LearnedKMeansModel(2, 3, schedule=-1)
+

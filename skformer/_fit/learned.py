@@ -327,6 +327,9 @@ class LearnedPhase:
             c = self.subspace.project(c.double().unsqueeze(0))[0]
         z = frame.to_model(c).unsqueeze(0)
         scale2 = frame.scale**2
+        # A context whose range is below 1e-154 of the fit frame's (one far value sets the
+        # fit frame's scale) squares to 0: its model-frame tolerance is then unbounded.
+        model_tol = tol / scale2 if scale2 > 0 else float("inf")
 
         def objective(z: torch.Tensor, active) -> torch.Tensor:
             return torch.tensor([self.objective(z)], dtype=torch.float64)
@@ -353,7 +356,7 @@ class LearnedPhase:
         best_z, n_steps, kept = learned_search(
             self.stepper, objective, z, scales=self.scales,
             report=announce if logging_on else None, schedule=self.model.schedule,
-            max_iter=max_iter, tol=torch.tensor([tol / scale2], dtype=torch.float64),
+            max_iter=max_iter, tol=torch.tensor([model_tol], dtype=torch.float64),
             rel_tol=rel_tol, d=c.shape[-1], report_step=report if logging_on else None)
         n_steps = int(n_steps[0])
         if logging_on and len(self.scales) > 1:

@@ -377,11 +377,13 @@ class _Fit:
         run.n_cycles = found.n_cycles
         if found.n_cycles == 0:
             return run
+        # The steps stay the run's (KMeans' n_iter_ counts one run's steps, at most
+        # max_iter); the cycles are counted apart.
         moved = self.scored(_Run(torch.from_numpy(found.centers).to(device), run.n_learned,
-                                 run.n_lloyd + found.n_steps, run.kind, None,
-                                 found.n_cycles))
-        logger.info("Breathing: %d cycles, inertia %.6g from %.6g.", found.n_cycles,
-                    self.to_user(moved.inertia), self.to_user(run.inertia))
+                                 run.n_lloyd, run.kind, None, found.n_cycles))
+        logger.info("Breathing: %d cycles, %d Lloyd steps, inertia %.6g from %.6g.",
+                    found.n_cycles, found.n_steps, self.to_user(moved.inertia),
+                    self.to_user(run.inertia))
         return moved if self.better(moved, run) else run
 
     @property
@@ -469,8 +471,6 @@ class Breathed:
     """(k, d), the user's frame, X's dtype."""
     labels: np.ndarray
     inertia: float
-    n_steps: int
-    """Lloyd steps of the breathing cycles."""
     n_cycles: int
 
 
@@ -498,4 +498,4 @@ def breathe_problem(X: np.ndarray, sample_weight: np.ndarray | None, centers: np
         return None, run.n_cycles
     user = state.frame.to_user(moved.centers.cpu().numpy()).astype(source.dtype, copy=False)
     labels, inertia, _ = source.final(user)
-    return Breathed(user, labels, float(inertia), moved.n_lloyd, moved.n_cycles), moved.n_cycles
+    return Breathed(user, labels, float(inertia), moved.n_cycles), moved.n_cycles

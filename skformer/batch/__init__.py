@@ -86,10 +86,10 @@ def _rows(problems: Problems, i: int) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def _breathe(problems: Problems, depth: int, *, max_iter: int, tol: float, centres, labels,
-             inertia, n_iter) -> None:
+             inertia) -> None:
     """Each problem's global moves from its result, as :class:`~skformer.TransformerKMeans`
     makes them (:func:`~skformer._fit.runs.breathe_problem`); where they improve on it,
-    its centres, labels, inertia and steps are replaced in place."""
+    its centres, labels and inertia are replaced in place (``n_iter`` stays its run's)."""
     for i in range(problems.n_problems):
         k = int(problems.ks[i])
         if k == 1:
@@ -104,7 +104,6 @@ def _breathe(problems: Problems, depth: int, *, max_iter: int, tol: float, centr
         centres[i, :k] = torch.from_numpy(np.asarray(found.centers, np.float64)).to(dev)
         labels[i, : x.shape[0]] = torch.from_numpy(np.asarray(found.labels, np.int64)).to(dev)
         inertia[i] = found.inertia
-        n_iter[i] = int(n_iter[i]) + found.n_steps
 
 
 def _explicit_init(init, problems: Problems) -> torch.Tensor:
@@ -403,7 +402,7 @@ def batch_k_means(
               inertia=inertia, n_iter=n_iter)
     if depth:
         _breathe(problems, depth, max_iter=int(max_iter), tol=float(tol), centres=centres,
-                 labels=labels, inertia=inertia, n_iter=n_iter)
+                 labels=labels, inertia=inertia)
     _warn_distinct(labels, problems.ks)
     centre_rows = torch.arange(k_max, device=dev) < torch.as_tensor(problems.ks, device=dev
                                                                    ).unsqueeze(-1)
