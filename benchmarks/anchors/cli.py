@@ -207,11 +207,16 @@ def _run(args, sets, methods, folder, machine: dict, skipped: dict) -> int:
     payload["loadavg_after"] = load()
     payload["wall_seconds"] = time.perf_counter() - started
     write_records(args.out, payload)
-    _report(args, records, title=f"{m['device_name']}, threads {m['threads_used']}")
+    _report(args, records, title=_title(m))
     print(f"\n# wall {payload['wall_seconds']:.0f} s; load before "
           f"{_load_text(payload['loadavg_before'])}, after "
           f"{_load_text(payload['loadavg_after'])}")
     return 0
+
+
+def _title(machine: dict) -> str:
+    threads = ", ".join(f"{lib} {n}" for lib, n in machine.get("threads_used", {}).items())
+    return f"{machine.get('device_name', '?')}, threads: {threads or '?'}"
 
 
 def _report(args, records: list[AnchorRecord], title: str) -> None:
@@ -240,7 +245,5 @@ def _report_saved(args) -> int:
         return _error(f"--from-json {args.from_json}: not a saved run ({exc})")
     for s in summarise(records):
         print("\n" + format_set(s))
-    m = payload.get("machine", {})
-    _report(args, records, title=f"{m.get('device_name', '?')}, threads "
-                                 f"{m.get('threads_used', '?')}")
+    _report(args, records, title=_title(payload.get("machine", {})))
     return 0

@@ -308,6 +308,8 @@ def plot(summaries: Sequence[SetSummary], path: str, title: str = "") -> None:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("skformer bench anchors --plot requires matplotlib. "
                           "Install with: pip install matplotlib") from exc
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
     if not summaries:
         raise ValueError("nothing to plot: no records.")
     ncols = min(4, len(summaries))
@@ -335,7 +337,12 @@ def plot(summaries: Sequence[SetSummary], path: str, title: str = "") -> None:
             ax.annotate(r.method, (r.seconds, r.gap), textcoords="offset points",
                         xytext=(4, -8), fontsize=6, color=colour)
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yscale("symlog", linthresh=0.1)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_ylim(bottom=0.0)  # a gap is never negative
         ax.set_title(f"{s.dataset} (n={s.n:,}, d={s.d}, k={s.k})", fontsize=8)
         ax.tick_params(labelsize=6)
         if i >= len(summaries) - ncols:
