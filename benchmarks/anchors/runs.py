@@ -119,7 +119,7 @@ def _ours(**params):
 
 _TK = "TransformerKMeans"
 METHODS: dict[str, Method] = {m.name: m for m in [
-    *(Method(f"kmeans-{n}", "kmeans", f"KMeans (n_init={n})", "sklearn", _kmeans(n), n)
+    *(Method(f"kmeans-{n}", "kmeans", f"KMeans (n_init={n})", "sklearn.cluster", _kmeans(n), n)
       for n in KMEANS_N_INITS),
     Method("bkm", "bkm", "Breathing K-Means", "bkmeans", _bkm(1)),
     Method("faiss-1", "faiss", "faiss k-means (nredo=1)", "faiss", _faiss(1)),
