@@ -72,6 +72,12 @@ _BENCHMARKS = {
         "the learned mode at equal time: TransformerKMeans(learned_starts=r) against KMeans' "
         "inertia-time curve over n_init",
     ),
+    "anchors": (
+        "benchmarks.anchors",
+        "the best clustering per CPU-second: TransformerKMeans' modes beside KMeans' "
+        "n_init curve, Breathing K-Means and faiss on Fritzke's data sets and chosen ones "
+        "(gap to the best inertia known, time)",
+    ),
 }
 
 NO_CHECKOUT_STATUS = 3

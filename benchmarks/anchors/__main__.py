@@ -1,0 +1,5 @@
+"""``python -m benchmarks.anchors``: the same as ``skformer bench anchors``."""
+
+from benchmarks.anchors.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,301 @@
+"""Runs of the anchors benchmark: the methods, and every fit of one data set in one process.
+
+See :mod:`benchmarks.anchors` for the protocol.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib
+import time
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from benchmarks.equal_time.runs import fit_order, limit_threads
+
+__all__ = [
+    "FAISS_NITER",
+    "KMEANS_N_INITS",
+    "METHODS",
+    "METHOD_GROUPS",
+    "WARMUP_ROWS",
+    "AnchorRecord",
+    "FaissKMeans",
+    "Method",
+    "limit_all_threads",
+    "run_set",
+    "select_methods",
+    "split_available",
+]
+
+KMEANS_N_INITS = (1, 2, 4, 8, 10, 16, 32)
+"""KMeans' curve: ``n_init`` values (10 too, the common choice the README's table shows)."""
+FAISS_NITER = 25
+"""``niter`` of faiss' k-means: faiss' own default (it runs that many steps, no test of
+convergence)."""
+WARMUP_ROWS = 2000
+"""The untimed warm-up fits run on a seeded sample of at most
+``max(WARMUP_ROWS, 20 * k)`` rows: what they pay for (imports, compiled kernels, thread
+pools, loading the learned model for the shape) does not depend on ``n``."""
+
+
+@dataclass(frozen=True)
+class Method:
+    """One estimator configuration: a name, its family and a factory."""
+
+    name: str
+    family: str
+    """``"kmeans"``, ``"bkm"``, ``"faiss"``, ``"skformer"`` or ``"long"`` (the long
+    search, only to lower the best inertia known)."""
+    label: str
+    """Its name in tables and figures."""
+    package: str
+    """The module it needs; where that is not importable, the method is skipped."""
+    build: Callable[[int, int, str], object] = field(repr=False, compare=False)
+    """``build(k, seed, device)``: an unfitted estimator whose ``fit(X)`` sets
+    ``cluster_centers_``."""
+    n_init: int | None = None
+    """KMeans' ``n_init`` (the curve), else None."""
+
+
+class FaissKMeans:
+    """:class:`faiss.Kmeans` with an estimator's face: ``fit(X)`` trains it on ``X`` in
+    float32 (faiss' dtype) and sets ``cluster_centers_`` (float64).
+
+    ``min_points_per_centroid=1`` only silences faiss' warning on fewer than 39 rows per
+    centre (tiny data); every other parameter is faiss' default but ``niter``, ``nredo``
+    and ``seed``.
+    """
+
+    def __init__(self, n_clusters: int, *, nredo: int = 1, niter: int = FAISS_NITER,
+                 seed: int = 1234):
+        self.n_clusters, self.nredo, self.niter, self.seed = n_clusters, nredo, niter, seed
+
+    def fit(self, X):
+        import faiss
+
+        x = np.ascontiguousarray(X, dtype=np.float32)
+        km = faiss.Kmeans(x.shape[1], self.n_clusters, niter=self.niter, nredo=self.nredo,
+                          seed=self.seed, min_points_per_centroid=1)
+        km.train(x)
+        self.cluster_centers_ = km.centroids.astype(np.float64)
+        self.n_iter_ = self.niter
+        return self
+
+
+def _kmeans(n_init: int):
+    def build(k, seed, device):
+        from sklearn.cluster import KMeans
+
+        return KMeans(k, n_init=n_init, random_state=seed)
+    return build
+
+
+def _bkm(n_init: int):
+    def build(k, seed, device):
+        from bkmeans import BKMeans
+
+        return BKMeans(n_clusters=k, n_init=n_init, random_state=seed)
+    return build
+
+
+def _faiss(nredo: int):
+    def build(k, seed, device):
+        return FaissKMeans(k, nredo=nredo, seed=seed)
+    return build
+
+
+def _ours(**params):
+    def build(k, seed, device):
+        from skformer import TransformerKMeans
+
+        return TransformerKMeans(k, random_state=seed, device=device, **params)
+    return build
+
+
+_TK = "TransformerKMeans"
+METHODS: dict[str, Method] = {m.name: m for m in [
+    *(Method(f"kmeans-{n}", "kmeans", f"KMeans (n_init={n})", "sklearn.cluster", _kmeans(n), n)
+      for n in KMEANS_N_INITS),
+    Method("bkm", "bkm", "Breathing K-Means", "bkmeans", _bkm(1)),
+    Method("faiss-1", "faiss", "faiss k-means (nredo=1)", "faiss", _faiss(1)),
+    Method("faiss-10", "faiss", "faiss k-means (nredo=10)", "faiss", _faiss(10)),
+    Method("fast", "skformer", f"{_TK} (fast mode)", "skformer", _ours()),
+    Method("breathing", "skformer", f"{_TK} (breathing, Lloyd only)", "skformer",
+           _ours(learned_starts=0, breathing_depth=5)),
+    Method("learned-only", "skformer", f"{_TK} (learned steps only)", "skformer",
+           _ours(learned_starts=1, breathing_depth=0)),
+    Method("learned", "skformer", f"{_TK} (learned_starts=1)", "skformer",
+           _ours(learned_starts=1)),
+    Method("long", "long", "long search: Breathing K-Means (n_init=10)", "bkmeans", _bkm(10)),
+]}
+"""Every method by name, in the order of a seed's first round."""
+
+METHOD_GROUPS: dict[str, tuple[str, ...]] = {
+    "all": tuple(METHODS),
+    **{family: tuple(n for n, m in METHODS.items() if m.family == family)
+       for family in ("kmeans", "faiss", "skformer")},
+}
+"""Names that stand for several methods in ``--methods``."""
+
+
+def select_methods(names: Sequence[str]) -> list[Method]:
+    """The methods of ``names`` (each a method's name or a group of
+    :data:`METHOD_GROUPS`), each once, in the order of :data:`METHODS`.
+
+    Examples
+    --------
+    >>> [m.name for m in select_methods(["learned", "faiss", "kmeans-1"])]
+    ['kmeans-1', 'faiss-1', 'faiss-10', 'learned']
+    """
+    wanted: set[str] = set()
+    for name in names:
+        group = METHOD_GROUPS.get(name, (name,))
+        unknown = [n for n in group if n not in METHODS]
+        if unknown:
+            raise ValueError(f"unknown method {name!r}; known: "
+                             f"{', '.join([*METHOD_GROUPS, *METHODS])}")
+        wanted.update(group)
+    return [m for n, m in METHODS.items() if n in wanted]
+
+
+def split_available(methods: Sequence[Method]) -> tuple[list[Method], dict[str, str]]:
+    """The methods whose package imports (imported now, so that thread limits set later
+    reach their thread pools), and ``{package: why}`` of those that do not."""
+    ok, missing = [], {}
+    for m in methods:
+        if m.package in missing:
+            continue
+        try:
+            importlib.import_module(m.package)
+        except ImportError as exc:
+            missing[m.package] = str(exc)
+            continue
+        ok.append(m)
+    return ok, missing
+
+
+@contextlib.contextmanager
+def limit_all_threads(threads: int | None) -> Iterator[None]:
+    """:func:`benchmarks.equal_time.runs.limit_threads` (OpenMP and BLAS pools, torch),
+    and faiss' OpenMP threads where faiss is imported; all restored on exit."""
+    import sys
+
+    faiss = sys.modules.get("faiss") if threads is not None else None
+    before = faiss.omp_get_max_threads() if faiss is not None else None
+    with limit_threads(threads):
+        if faiss is not None:
+            faiss.omp_set_num_threads(threads)
+        try:
+            yield
+        finally:
+            if faiss is not None:
+                faiss.omp_set_num_threads(before)
+
+
+@dataclass(frozen=True)
+class AnchorRecord:
+    """One timed fit: a method on one data set with one seed."""
+
+    dataset: str
+    group: str
+    n: int
+    d: int
+    k: int
+    seed: int
+    method: str
+    family: str
+    n_init: int | None
+    """KMeans' ``n_init`` (the curve), None for the other methods."""
+    position: int
+    """Place of this fit in its seed's round (0 = first)."""
+    inertia: float
+    """Sum of squared distances of the rows to their nearest fitted centre, in float64
+    (:func:`skformer._base.labels_inertia`, one evaluator for every method)."""
+    seconds: float
+    """Wall time of ``fit`` (``time.perf_counter``)."""
+    n_iter: int | None = None
+    selected_run: str | None = None
+    """TransformerKMeans' ``selected_run_``."""
+    n_breathing_cycles: int | None = None
+    """TransformerKMeans' ``n_breathing_cycles_``."""
+    learned_skipped: str | None = None
+    """TransformerKMeans' ``learned_skipped_``."""
+    warnings: tuple[str, ...] = ()
+    """The distinct warnings of the fit."""
+
+
+def _attr(est, name: str, kind=int):
+    value = getattr(est, name, None)
+    return None if value is None else kind(value)
+
+
+def run_set(X: np.ndarray, *, name: str, group: str, k: int, seeds: Sequence[int],
+            methods: Sequence[Method], device: str = "cpu", warmup: bool = True,
+            on_fit: Callable[[AnchorRecord], None] | None = None) -> list[AnchorRecord]:
+    """Fit every method once per seed on ``X``, all in this process.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float64
+    name, group : str
+        The data set's name and group (copied into the records).
+    k : int
+        Clusters.
+    seeds : sequence of int
+        ``random_state`` (faiss: ``seed``) of every method, the same for all.
+    methods : sequence of Method
+    device : str
+        TransformerKMeans' device.
+    warmup : bool
+        First fit every method once, untimed, on a seeded sample of at most
+        ``max(WARMUP_ROWS, 20 * k)`` rows (:data:`WARMUP_ROWS`).
+    on_fit : callable, optional
+        Called with each record as it is made (progress).
+
+    Returns
+    -------
+    list of AnchorRecord
+        ``len(seeds) * len(methods)`` records, in fit order: the methods of a seed's
+        round are ``methods`` rotated left by the seed's index
+        (:func:`benchmarks.equal_time.runs.fit_order`).
+    """
+    from skformer._base import labels_inertia
+
+    if warmup:
+        rows = min(len(X), max(WARMUP_ROWS, 20 * k))
+        sample = X[np.random.default_rng(0).choice(len(X), rows, replace=False)]
+        for method in methods:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                method.build(k, seeds[0], device).fit(sample)
+    records = []
+    for i, seed in enumerate(seeds):
+        for position, method in enumerate(fit_order(list(methods), i)):
+            est = method.build(k, int(seed), device)
+            gc.collect()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                start = time.perf_counter()
+                est.fit(X)
+                seconds = time.perf_counter() - start
+            centres = np.asarray(est.cluster_centers_, dtype=np.float64)
+            record = AnchorRecord(
+                dataset=name, group=group, n=X.shape[0], d=X.shape[1], k=k, seed=int(seed),
+                method=method.name, family=method.family, n_init=method.n_init,
+                position=position, inertia=float(labels_inertia(X, centres)[1]),
+                seconds=seconds, n_iter=_attr(est, "n_iter_"),
+                selected_run=_attr(est, "selected_run_", str),
+                n_breathing_cycles=_attr(est, "n_breathing_cycles_"),
+                learned_skipped=_attr(est, "learned_skipped_", str),
+                warnings=tuple(dict.fromkeys(f"{w.category.__name__}: {w.message}"
+                                             for w in caught)),
+            )
+            records.append(record)
+            if on_fit is not None:
+                on_fit(record)
+    return records
