@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -207,6 +208,18 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _columns(text: str) -> tuple[int, ...]:
+    """``1,3`` -> ``(1, 3)``: column numbers counted from 1."""
+    try:
+        columns = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        columns = ()
+    if not columns or min(columns) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected column numbers counted from 1, separated by commas, got {text!r}")
+    return columns
+
+
 def _add_demo(subparsers) -> None:
     p = subparsers.add_parser(
         "demo",
@@ -237,7 +250,7 @@ def _add_demo(subparsers) -> None:
 def _run_cluster(args: argparse.Namespace) -> int:
     """Cluster the rows of a file; labels to stdout (or --out), a summary to stderr."""
     from skformer._cli_io import check_outputs, write_centres, write_labels
-    from skformer._cli_table import TableError, read_table
+    from skformer._cli_table import TableError, TableWarning, read_table
 
     def error(message: str) -> int:
         print(f"skformer cluster: error: {message}", file=sys.stderr)
@@ -248,11 +261,15 @@ def _run_cluster(args: argparse.Namespace) -> int:
     if problem is not None:
         return error(problem)
     try:
-        X = read_table(args.file, args.delimiter, args.header)
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always", TableWarning)
+            X = read_table(args.file, args.delimiter, args.header, args.skip_columns)
     except TableError as exc:
         return error(str(exc))
     except OSError as exc:
         return error(f"cannot read {args.file}: {exc}")
+    for note in notes:
+        print(f"skformer cluster: note: {note.message}", file=sys.stderr)
 
     from skformer import TransformerKMeans
 
@@ -304,16 +321,19 @@ def _add_cluster(subparsers) -> None:
             "Read a 2-D numeric table (CSV or other delimited text, or a .npy array), fit "
             "skformer.TransformerKMeans, and write the cluster label of each row, one per "
             "line and in the input's order, to stdout or --out. A summary goes to stderr. "
-            "The input is read once, into memory: a file, '-' (standard input), a pipe or "
-            "a process substitution such as <(zcat data.csv.gz); gzip data is decompressed "
-            "(known by its first bytes, whatever the name); text is UTF-8, with or without "
-            "a byte-order mark. "
+            "The input is read once, front to back, into a float array (its text is "
+            "parsed as it arrives, never held whole): a file, '-' (standard input), a pipe "
+            "or a process substitution such as <(zcat data.csv.gz); gzip data is "
+            "decompressed (known by its first bytes, whatever the name); text is UTF-8, "
+            "with or without a byte-order mark. "
             "Every data line is a row: blank lines and lines starting with '#' are skipped, "
             "and a first line is a header only with --header, or when it holds a field "
             "that is neither a number nor a missing-value marker (NA, nan, ...) and every "
             "later line is numbers. Numbers are read as numpy.loadtxt reads them (1.5, "
             "-2e3): digit separators (1_000, 1,000) are not numbers, and nan, inf and "
-            "missing values are errors. Errors name the input's line and column. An output "
+            "missing values are errors. Every column is a feature unless left out with "
+            "--skip-columns (a column of names or IDs, or the index column that pandas' "
+            "df.to_csv() writes first). Errors name the input's line and column. An output "
             "that is the input or another output is refused before the input is read. "
             "Errors exit with status 2."
         ),
@@ -329,8 +349,13 @@ def _add_cluster(subparsers) -> None:
                         "units; CSV values are the shortest decimals that read back as "
                         "the same floating-point numbers (0.1, not 0.10000000000000001)")
     p.add_argument("--delimiter", default=",",
-                   help="text delimiter (default: ','); ' ' splits on any run of spaces "
-                        "or tabs, '\\t' is a tab")
+                   help="text delimiter, one character (default: ','); ' ' splits on any "
+                        "run of spaces or tabs, '\\t' is a tab; not '\"' (fields may be "
+                        "quoted), '#' (comments) or a character of numbers")
+    p.add_argument("--skip-columns", type=_columns, default=(), metavar="C[,C...]",
+                   help="columns to leave out, counted from 1 as the error messages count "
+                        "them, e.g. 1 for the index column of pandas' df.to_csv() or an "
+                        "ID column; their fields may be text (default: none)")
     p.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                    help="the first line is (--header) or is not (--no-header) a header "
                         "(default: a header only when unambiguous)")
