@@ -411,22 +411,34 @@ def _weights_digest(model) -> str:
     return digest.hexdigest()
 
 
-def _pretrain_one(d: int, k: int, options: dict, out: str | None, many: bool) -> _Pretrained:
-    """Pretrain one shape (a joblib task) and read back what it wrote."""
+def _out_path(d: int, k: int, options: dict, out: str | None, many: bool):
+    """The file ``--out`` names for a shape (in it, where it is a folder or the grid has
+    several shapes); None without ``--out``: the cache file of the shape."""
     from pathlib import Path
 
+    from skformer.store import model_filename
+
+    if out is None:
+        return None
+    path = Path(out)
+    if many and path.exists() and not path.is_dir():
+        raise ValueError(f"--out {out} is not a folder: a grid of shapes is written to "
+                         "one (new or existing)")
+    if many or path.is_dir():  # a symbolic link to a folder is a folder here
+        path = path / model_filename(d, k, options["embedding"], options["loss"])
+    return path
+
+
+def _pretrain_one(d: int, k: int, options: dict, out: str | None, many: bool) -> _Pretrained:
+    """Pretrain one shape (a joblib task) and read back what it wrote."""
     from skformer.store import cache_dir, model_filename, pretrain, read_model
 
-    name = model_filename(d, k, options["embedding"], options["loss"])
-    if out is None:
-        path = cache_dir() / name
-    else:
-        path = Path(out)
-        if many or path.is_dir():
-            path = path / name
+    path = _out_path(d, k, options, out, many)
     start = time.perf_counter()
     model = pretrain(d, k, path=path, **options)
     seconds = time.perf_counter() - start
+    if path is None:
+        path = cache_dir() / model_filename(d, k, options["embedding"], options["loss"])
     # Another run of this shape may have saved its model over this one since (the save
     # is atomic: the file is one run's or the other's, whole): only this run's weights
     # vouch for the statistics read back.
@@ -476,13 +488,19 @@ def _run_pretrain(args: argparse.Namespace) -> int:
     """Pretrain every (d, k) of the grid and report where each model went."""
     from joblib import Parallel, delayed
 
+    from skformer.store import check_pretrain
+
     shapes = list(dict.fromkeys((d, k) for d in args.d for k in args.k))  # each once
     options = dict(embedding=args.embedding, loss=args.loss, preset=args.preset,
-                   seed=args.seed, progress=args.progress)
+                   seed=args.seed, progress=args.progress, overwrite=args.overwrite)
     if args.steps is not None:
         options["steps"] = args.steps
     many = len(shapes) > 1
     try:
+        # Every shape and file is checked before the first is trained.
+        for d, k in shapes:
+            check_pretrain(d, k, path=_out_path(d, k, options, args.out, many),
+                           **{key: v for key, v in options.items() if key != "progress"})
         results = Parallel(n_jobs=args.n_jobs)(
             delayed(_pretrain_one)(d, k, options, args.out, many) for d, k in shapes
         )
@@ -504,11 +522,17 @@ def _add_pretrain(subparsers) -> None:
             "one Lloyd step), for the multistep preset its cost after 10 re-embedded steps "
             "relative to 10 Lloyd steps, and the time taken. The file is read back when "
             "reporting: where another run (of the same shape, at the same time) replaced "
-            "it, the report says which model is kept and the exit status is 1."
+            "it, the report says which model is kept and the exit status is 1. "
+            "--out may name a new file or a skformer model file, which is replaced "
+            "atomically (a temporary file in the same folder, then a rename); any other "
+            "file there is kept unless --overwrite, and a symbolic link, a folder (for "
+            "one shape: the model goes into it) or a device is never replaced. Every "
+            "shape and file is checked before the first is trained; errors exit with "
+            "status 2."
         ),
     )
     p.add_argument("--d", type=_positive_int, nargs="+", required=True, metavar="D",
-                   help="number of features; several values train a grid")
+                   help="number of features, at most 1024; several values train a grid")
     p.add_argument("--k", type=_positive_int, nargs="+", required=True, metavar="K",
                    help="number of clusters; several values train a grid")
     p.add_argument("--embedding", choices=("binary", "onehot", "none"), default="binary",
@@ -526,7 +550,10 @@ def _add_pretrain(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="seed of initialisation and tasks (default: %(default)s)")
     p.add_argument("--out", default=None, metavar="FILE",
-                   help="file to write (a folder for a grid; default: the user cache)")
+                   help="file to write (a folder for a grid; default: the user cache, "
+                        "where the file of the shape is replaced)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a file at --out that is not a skformer model")
     p.add_argument("--n-jobs", type=int, default=1, metavar="J",
                    help="shapes trained in parallel with joblib (default: %(default)s)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,

@@ -483,3 +483,33 @@ def test_a_failed_save_after_training_keeps_the_model(tiny_on_demand, monkeypatc
     assert fit.learned_used_ and np.isfinite(fit.inertia_) and len(tiny_on_demand) == 1
     TransformerKMeans(3, random_state=0, learned_starts=1).fit(_blobs3())
     assert len(tiny_on_demand) == 1
+
+
+# ------------------------------------------------ what a save may replace (issue 41)
+
+
+def _shipped_schedule(bits: int = 3):
+    from skformer.store import generic
+
+    shipped = Path(skformer.__file__).resolve().parent / "weights"
+    return generic.read_schedule(shipped / generic.generic_filename(bits))
+
+
+def test_a_schedule_is_saved_only_over_a_schedule(tmp_path, monkeypatch):
+    from skformer.store import generic
+
+    source = _shipped_schedule()
+    data = tmp_path / "data.csv"
+    data.write_text("1,2\n")
+    fields = dict(bits=3, clusters=(5, 8), features=(2,))
+    with pytest.raises(FileExistsError, match=r"data.csv exists and is not a skformer "
+                                              r"schedule file: it is kept"):
+        generic.save_schedule(data, source.log_effective, **fields)
+    assert data.read_text() == "1,2\n"
+    path = generic.save_schedule(tmp_path / "s.safetensors", source.log_effective, **fields)
+    generic.save_schedule(path, source.log_effective, val_ratio=0.5, **fields)
+    assert generic.read_schedule(path).metadata["val_ratio"] == 0.5
+    monkeypatch.setattr("skformer.training.generic.train_generic",
+                        lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(FileExistsError, match=r"data.csv exists"):  # before training
+        generic.pretrain_generic(3, path=data)
