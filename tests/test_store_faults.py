@@ -513,3 +513,75 @@ def test_a_schedule_is_saved_only_over_a_schedule(tmp_path, monkeypatch):
                         lambda *a, **k: pytest.fail("trained"))
     with pytest.raises(FileExistsError, match=r"data.csv exists"):  # before training
         generic.pretrain_generic(3, path=data)
+
+
+# ------------------------------------------------ crafted values with a good hash (issue 41)
+
+
+def _crafted(path: Path, tensors: dict, metadata: dict) -> Path:
+    """A file whose values were edited and whose content hash was computed again: what
+    the hash cannot catch."""
+    import json
+
+    import safetensors.torch
+
+    from skformer.store.format import _content_hash
+
+    metadata = {key: v for key, v in metadata.items() if key != "content_hash"}
+    metadata["content_hash"] = _content_hash(tensors, metadata)
+    path.write_bytes(safetensors.torch.save(tensors,
+                                            metadata={"skformer": json.dumps(metadata)}))
+    return path
+
+
+@pytest.mark.parametrize("field", ["log_effective", "log_step_size"])
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), 1e3])
+def test_impossible_schedule_values_are_refused_naming_file_and_field(tmp_path, field,
+                                                                        value):
+    from skformer.store import generic
+
+    source = _shipped_schedule()
+    tensors = {"log_effective": source.log_effective.clone(),
+               "log_step_size": source.log_step_size.clone()}
+    tensors[field].view(-1)[1] = value
+    path = _crafted(tmp_path / "generic_b3.safetensors", tensors, source.metadata)
+    with pytest.raises(ModelStoreError, match=rf"generic_b3.safetensors: '{field}' holds "
+                       r".* at \[[01](, 1)?\]; a schedule's logarithms must be finite"):
+        generic.read_schedule(path)
+    with pytest.raises(ModelStoreError, match=rf"'{field}' holds .* not written"):
+        generic.save_schedule(tmp_path / "other.safetensors", bits=3, clusters=(5, 8),
+                              features=(2,), **tensors)
+    assert not (tmp_path / "other.safetensors").exists()
+
+
+def test_a_fit_with_a_crafted_schedule_names_the_file(_cache, monkeypatch):
+    import numpy as np
+
+    from skformer import TransformerKMeans
+    from skformer.store import generic
+
+    source = _shipped_schedule()
+    tensors = {"log_effective": source.log_effective.clone()}
+    tensors["log_effective"][0, 0] = float("inf")
+    _cache.mkdir()
+    path = _crafted(_cache / "generic_b3.safetensors", tensors, source.metadata)
+    generic._read_cached.cache_clear()
+    X = np.random.default_rng(0).normal(size=(300, 4))
+    with pytest.raises(ModelStoreError, match=rf"{path}: 'log_effective' holds inf at "
+                                              r"\[0, 0\]"):
+        TransformerKMeans(6, learned_starts=1, random_state=0).fit(X)
+
+
+def test_a_model_file_with_weights_that_are_not_finite_is_refused(tmp_path, good_file):
+    import safetensors.torch
+
+    path = tmp_path / NAME
+    path.write_bytes(good_file)
+    stored = read_model(path)
+    tensors = safetensors.torch.load(good_file)
+    name = sorted(tensors)[0]
+    tensors[name].view(-1)[0] = float("nan")
+    _crafted(path, tensors, stored.metadata)
+    with pytest.raises(ModelStoreError, match=rf"{NAME}: the weights '{name}' hold values "
+                                              "that are not finite"):
+        read_model(path)

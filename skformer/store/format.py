@@ -378,8 +378,9 @@ def read_model(path: str | os.PathLike, *, map_location: str | torch.device = "c
     ------
     ModelStoreError
         If the file is not safetensors, is truncated, is not a skformer model, has an
-        unsupported format version, fails the content-hash check, or holds a model for
-        another shape, embedding or loss than ``expect`` (or its name) says.
+        unsupported format version, fails the content-hash check, holds weights that
+        are not finite (the message names them), or holds a model for another shape,
+        embedding or loss than ``expect`` (or its name) says.
     FileNotFoundError
         If there is no such file.
     """
@@ -407,6 +408,10 @@ def read_model(path: str | os.PathLike, *, map_location: str | torch.device = "c
         )
     if metadata.get("content_hash") != _content_hash(tensors, metadata):
         raise ModelStoreError(f"{path} is corrupted: content hash mismatch.")
+    for name, tensor in sorted(tensors.items()):  # a crafted file can carry a good hash
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ModelStoreError(f"{path}: the weights {name!r} hold values that are not "
+                                  "finite; the file is not a trained model.")
     expect = _name_key(path) if expect is None else expect
     if expect is not None:
         _check_key(metadata, expect, path)

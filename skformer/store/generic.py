@@ -11,7 +11,10 @@ nothing is trained at fit time.
 
 Files are looked for in the package (``skformer/weights/``), then in the user cache. A
 code width with no file of its own uses the nearest one below it (the schedule is
-shape-free; the metadata says which ``k`` it was trained on).
+shape-free; the metadata says which ``k`` it was trained on). A file is checked when it
+is read (:func:`read_schedule`): a damaged or crafted one (a temperature of ``inf``) is a
+:class:`~skformer.store.ModelStoreError` that names the file and the field, not a failure
+inside a fit.
 """
 
 from __future__ import annotations
@@ -41,13 +44,16 @@ from .format import (
 )
 from .locations import find_model
 
-__all__ = ["GENERIC_FORMAT", "SHIPPED_BUDGETS", "SHIPPED_STEP_SIZE_BUDGETS",
+__all__ = ["GENERIC_FORMAT", "MAX_LOG", "SHIPPED_BUDGETS", "SHIPPED_STEP_SIZE_BUDGETS",
            "SHIPPED_WARM_STARTS", "GenericSchedule", "code_bits", "find_schedule",
            "generic_filename", "generic_model", "pretrain_generic", "pretrain_step_sizes",
            "read_schedule", "save_schedule"]
 
 GENERIC_FORMAT = "skformer-generic-schedule"
 _KEY = "skformer"
+# The largest magnitude of a stored log temperature or log step size: its exponential
+# must stay a finite float32 (below e^88.7) with room for the factors it meets in a step.
+MAX_LOG = 80.0
 
 
 def code_bits(n_clusters: int) -> int:
@@ -113,6 +119,8 @@ def save_schedule(path: str | os.PathLike, log_effective: torch.Tensor, *, bits:
     if log_step_size is not None:
         tensors["log_step_size"] = (torch.as_tensor(log_step_size).detach().float().cpu()
                                     .contiguous())
+    for name, values in tensors.items():  # never write what read_schedule refuses
+        _check_values(path, name, values, saving=True)
     metadata = json.loads(json.dumps({
         "format": GENERIC_FORMAT, "format_version": 1, "embedding": "binary",
         "bits": int(bits), "clusters": [int(c) for c in clusters],
@@ -129,14 +137,28 @@ def save_schedule(path: str | os.PathLike, log_effective: torch.Tensor, *, bits:
     return path
 
 
+def _check_values(path: Path, name: str, values: torch.Tensor, saving: bool = False) -> None:
+    """A :class:`ModelStoreError` naming the file and the field where ``values`` hold a
+    value that is not finite or beyond :data:`MAX_LOG` (``saving``: it is not written)."""
+    bad = ~torch.isfinite(values) | (values.abs() > MAX_LOG)
+    if bad.any():
+        where = tuple(int(i) for i in bad.nonzero()[0])
+        advice = ("not written" if saving else "The file is not a trained schedule: remove "
+                  "it or train it again (pretrain_generic)")
+        raise ModelStoreError(
+            f"{path}: {name!r} holds {float(values[where])!r} at {list(where)}; a schedule's "
+            f"logarithms must be finite and within +-{MAX_LOG:g}. {advice}.")
+
+
 def read_schedule(path: str | os.PathLike) -> GenericSchedule:
     """Read and verify a schedule file.
 
     Raises
     ------
     ModelStoreError
-        If the file is not safetensors, is truncated, is not a skformer schedule or
-        fails its content-hash check.
+        If the file is not safetensors, is truncated, is not a skformer schedule, fails
+        its content-hash check, or holds a log temperature or log step size that is not
+        finite or beyond :data:`MAX_LOG` (the message names the file and the field).
     """
     path = Path(path)
     data = path.read_bytes()
@@ -155,12 +177,18 @@ def read_schedule(path: str | os.PathLike) -> GenericSchedule:
     if metadata.get("content_hash") != _content_hash(tensors, metadata):
         raise ModelStoreError(f"{path} is corrupted: content hash mismatch.")
     schedule = tensors.get("log_effective")
-    if schedule is None or schedule.ndim != 2 or schedule.shape[1] != 3:
-        raise ModelStoreError(f"{path}: no (S, 3) tensor 'log_effective'.")
+    if (schedule is None or schedule.ndim != 2 or schedule.shape[1] != 3
+            or not len(schedule) or not schedule.is_floating_point()):
+        raise ModelStoreError(f"{path}: no (S, 3) float tensor 'log_effective' with S >= 1.")
+    _check_values(path, "log_effective", schedule.float())
     step = tensors.get("log_step_size")
     if step is not None and tuple(step.shape) != (len(schedule),):
         raise ModelStoreError(f"{path}: 'log_step_size' must have shape ({len(schedule)},), "
                               f"got {tuple(step.shape)}.")
+    if step is not None:
+        if not step.is_floating_point():
+            raise ModelStoreError(f"{path}: 'log_step_size' must be a float tensor.")
+        _check_values(path, "log_step_size", step.float())
     return GenericSchedule(schedule.float(), metadata, path,
                            None if step is None else step.float())
 
