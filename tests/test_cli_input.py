@@ -309,7 +309,11 @@ def test_cluster_help_documents_the_input_and_outputs():
     for phrase in ("'-' (standard input)", "gzip data is decompressed", "byte-order mark",
                    "digit separators (1_000, 1,000) are not numbers",
                    "An output that is the input or another output is refused",
-                   "the shortest decimals that read back as the same floating-point numbers"):
+                   "the shortest decimals that read back as the same floating-point numbers",
+                   "parsed as it arrives, never held whole",
+                   "the index column that pandas' df.to_csv() writes first",
+                   "not '\"' (fields may be quoted), '#' (comments) or a character of "
+                   "numbers"):
         assert phrase in help_text, phrase
 
 
