@@ -269,7 +269,10 @@ def _run_cluster(args: argparse.Namespace) -> int:
     except OSError as exc:
         return error(f"cannot read {args.file}: {exc}")
     for note in notes:
-        print(f"skformer cluster: note: {note.message}", file=sys.stderr)
+        if issubclass(note.category, TableWarning):
+            print(f"skformer cluster: note: {note.message}", file=sys.stderr)
+        else:  # another library's warning, shown as it would have been
+            warnings.showwarning(note.message, note.category, note.filename, note.lineno)
 
     from skformer import TransformerKMeans
 
