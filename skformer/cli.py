@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -207,6 +208,18 @@ def _non_negative_int(text: str) -> int:
     return value
 
 
+def _columns(text: str) -> tuple[int, ...]:
+    """``1,3`` -> ``(1, 3)``: column numbers counted from 1."""
+    try:
+        columns = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        columns = ()
+    if not columns or min(columns) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected column numbers counted from 1, separated by commas, got {text!r}")
+    return columns
+
+
 def _add_demo(subparsers) -> None:
     p = subparsers.add_parser(
         "demo",
@@ -237,7 +250,7 @@ def _add_demo(subparsers) -> None:
 def _run_cluster(args: argparse.Namespace) -> int:
     """Cluster the rows of a file; labels to stdout (or --out), a summary to stderr."""
     from skformer._cli_io import check_outputs, write_centres, write_labels
-    from skformer._cli_table import TableError, read_table
+    from skformer._cli_table import TableError, TableWarning, read_table
 
     def error(message: str) -> int:
         print(f"skformer cluster: error: {message}", file=sys.stderr)
@@ -248,11 +261,18 @@ def _run_cluster(args: argparse.Namespace) -> int:
     if problem is not None:
         return error(problem)
     try:
-        X = read_table(args.file, args.delimiter, args.header)
+        with warnings.catch_warnings(record=True) as notes:
+            warnings.simplefilter("always", TableWarning)
+            X = read_table(args.file, args.delimiter, args.header, args.skip_columns)
     except TableError as exc:
         return error(str(exc))
     except OSError as exc:
         return error(f"cannot read {args.file}: {exc}")
+    for note in notes:
+        if issubclass(note.category, TableWarning):
+            print(f"skformer cluster: note: {note.message}", file=sys.stderr)
+        else:  # another library's warning, shown as it would have been
+            warnings.showwarning(note.message, note.category, note.filename, note.lineno)
 
     from skformer import TransformerKMeans
 
@@ -304,16 +324,19 @@ def _add_cluster(subparsers) -> None:
             "Read a 2-D numeric table (CSV or other delimited text, or a .npy array), fit "
             "skformer.TransformerKMeans, and write the cluster label of each row, one per "
             "line and in the input's order, to stdout or --out. A summary goes to stderr. "
-            "The input is read once, into memory: a file, '-' (standard input), a pipe or "
-            "a process substitution such as <(zcat data.csv.gz); gzip data is decompressed "
-            "(known by its first bytes, whatever the name); text is UTF-8, with or without "
-            "a byte-order mark. "
+            "The input is read once, front to back, into a float array (its text is "
+            "parsed as it arrives, never held whole): a file, '-' (standard input), a pipe "
+            "or a process substitution such as <(zcat data.csv.gz); gzip data is "
+            "decompressed (known by its first bytes, whatever the name); text is UTF-8, "
+            "with or without a byte-order mark. "
             "Every data line is a row: blank lines and lines starting with '#' are skipped, "
             "and a first line is a header only with --header, or when it holds a field "
             "that is neither a number nor a missing-value marker (NA, nan, ...) and every "
             "later line is numbers. Numbers are read as numpy.loadtxt reads them (1.5, "
             "-2e3): digit separators (1_000, 1,000) are not numbers, and nan, inf and "
-            "missing values are errors. Errors name the input's line and column. An output "
+            "missing values are errors. Every column is a feature unless left out with "
+            "--skip-columns (a column of names or IDs, or the index column that pandas' "
+            "df.to_csv() writes first). Errors name the input's line and column. An output "
             "that is the input or another output is refused before the input is read. "
             "Errors exit with status 2."
         ),
@@ -329,8 +352,13 @@ def _add_cluster(subparsers) -> None:
                         "units; CSV values are the shortest decimals that read back as "
                         "the same floating-point numbers (0.1, not 0.10000000000000001)")
     p.add_argument("--delimiter", default=",",
-                   help="text delimiter (default: ','); ' ' splits on any run of spaces "
-                        "or tabs, '\\t' is a tab")
+                   help="text delimiter, one character (default: ','); ' ' splits on any "
+                        "run of spaces or tabs, '\\t' is a tab; not '\"' (fields may be "
+                        "quoted), '#' (comments) or a character of numbers")
+    p.add_argument("--skip-columns", type=_columns, default=(), metavar="C[,C...]",
+                   help="columns to leave out, counted from 1 as the error messages count "
+                        "them, e.g. 1 for the index column of pandas' df.to_csv() or an "
+                        "ID column; their fields may be text (default: none)")
     p.add_argument("--header", action=argparse.BooleanOptionalAction, default=None,
                    help="the first line is (--header) or is not (--no-header) a header "
                         "(default: a header only when unambiguous)")
@@ -386,22 +414,34 @@ def _weights_digest(model) -> str:
     return digest.hexdigest()
 
 
-def _pretrain_one(d: int, k: int, options: dict, out: str | None, many: bool) -> _Pretrained:
-    """Pretrain one shape (a joblib task) and read back what it wrote."""
+def _out_path(d: int, k: int, options: dict, out: str | None, many: bool):
+    """The file ``--out`` names for a shape (in it, where it is a folder or the grid has
+    several shapes); None without ``--out``: the cache file of the shape."""
     from pathlib import Path
 
+    from skformer.store import model_filename
+
+    if out is None:
+        return None
+    path = Path(out)
+    if many and path.exists() and not path.is_dir():
+        raise ValueError(f"--out {out} is not a folder: a grid of shapes is written to "
+                         "one (new or existing)")
+    if many or path.is_dir():  # a symbolic link to a folder is a folder here
+        path = path / model_filename(d, k, options["embedding"], options["loss"])
+    return path
+
+
+def _pretrain_one(d: int, k: int, options: dict, out: str | None, many: bool) -> _Pretrained:
+    """Pretrain one shape (a joblib task) and read back what it wrote."""
     from skformer.store import cache_dir, model_filename, pretrain, read_model
 
-    name = model_filename(d, k, options["embedding"], options["loss"])
-    if out is None:
-        path = cache_dir() / name
-    else:
-        path = Path(out)
-        if many or path.is_dir():
-            path = path / name
+    path = _out_path(d, k, options, out, many)
     start = time.perf_counter()
     model = pretrain(d, k, path=path, **options)
     seconds = time.perf_counter() - start
+    if path is None:
+        path = cache_dir() / model_filename(d, k, options["embedding"], options["loss"])
     # Another run of this shape may have saved its model over this one since (the save
     # is atomic: the file is one run's or the other's, whole): only this run's weights
     # vouch for the statistics read back.
@@ -451,13 +491,19 @@ def _run_pretrain(args: argparse.Namespace) -> int:
     """Pretrain every (d, k) of the grid and report where each model went."""
     from joblib import Parallel, delayed
 
+    from skformer.store import check_pretrain
+
     shapes = list(dict.fromkeys((d, k) for d in args.d for k in args.k))  # each once
     options = dict(embedding=args.embedding, loss=args.loss, preset=args.preset,
-                   seed=args.seed, progress=args.progress)
+                   seed=args.seed, progress=args.progress, overwrite=args.overwrite)
     if args.steps is not None:
         options["steps"] = args.steps
     many = len(shapes) > 1
     try:
+        # Every shape and file is checked before the first is trained.
+        for d, k in shapes:
+            check_pretrain(d, k, path=_out_path(d, k, options, args.out, many),
+                           **{key: v for key, v in options.items() if key != "progress"})
         results = Parallel(n_jobs=args.n_jobs)(
             delayed(_pretrain_one)(d, k, options, args.out, many) for d, k in shapes
         )
@@ -479,11 +525,17 @@ def _add_pretrain(subparsers) -> None:
             "one Lloyd step), for the multistep preset its cost after 10 re-embedded steps "
             "relative to 10 Lloyd steps, and the time taken. The file is read back when "
             "reporting: where another run (of the same shape, at the same time) replaced "
-            "it, the report says which model is kept and the exit status is 1."
+            "it, the report says which model is kept and the exit status is 1. "
+            "--out may name a new file or a skformer model file, which is replaced "
+            "atomically (a temporary file in the same folder, then a rename); any other "
+            "file there is kept unless --overwrite, and a symbolic link, a folder (for "
+            "one shape: the model goes into it) or a device is never replaced. Every "
+            "shape and file is checked before the first is trained; errors exit with "
+            "status 2."
         ),
     )
     p.add_argument("--d", type=_positive_int, nargs="+", required=True, metavar="D",
-                   help="number of features; several values train a grid")
+                   help="number of features, at most 1024; several values train a grid")
     p.add_argument("--k", type=_positive_int, nargs="+", required=True, metavar="K",
                    help="number of clusters; several values train a grid")
     p.add_argument("--embedding", choices=("binary", "onehot", "none"), default="binary",
@@ -501,7 +553,10 @@ def _add_pretrain(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="seed of initialisation and tasks (default: %(default)s)")
     p.add_argument("--out", default=None, metavar="FILE",
-                   help="file to write (a folder for a grid; default: the user cache)")
+                   help="file to write (a folder for a grid; default: the user cache, "
+                        "where the file of the shape is replaced)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace a file at --out that is not a skformer model")
     p.add_argument("--n-jobs", type=int, default=1, metavar="J",
                    help="shapes trained in parallel with joblib (default: %(default)s)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import warnings
 from contextlib import redirect_stdout
 
 import numpy as np
@@ -17,8 +18,8 @@ import pytest
 from sklearn.datasets import make_blobs
 
 from skformer import TransformerKMeans
-from skformer._cli_io import check_outputs, read_input, write_centres
-from skformer._cli_table import TableError, read_table
+from skformer._cli_io import check_outputs, open_input, write_centres
+from skformer._cli_table import TableError, TableWarning, read_table
 from skformer.cli import build_parser, main
 
 BOM = b"\xef\xbb\xbf"
@@ -168,7 +169,8 @@ def test_unreadable_bytes(tmp_path, setup, message):
 def test_dash_on_a_terminal_says_so(monkeypatch, capsys):
     monkeypatch.setattr(sys, "stdin", _Stdin(b"", tty=True))
     with pytest.raises(TableError, match=r"'-' reads standard input, which is a terminal"):
-        read_input("-")
+        with open_input("-"):
+            pass
     assert main(["cluster", "-", "-k", "1"]) == 2
     assert "skformer cluster: error: '-' reads standard input" in capsys.readouterr().err
 
@@ -184,8 +186,8 @@ def small(tmp_path, monkeypatch):
     work = []
     import skformer._cli_table
 
-    original = skformer._cli_table.read_input
-    monkeypatch.setattr(skformer._cli_table, "read_input",
+    original = skformer._cli_table.open_input
+    monkeypatch.setattr(skformer._cli_table, "open_input",
                         lambda source: work.append("read") or original(source))
     monkeypatch.setattr(TransformerKMeans, "fit", lambda *a, **k: work.append("fit"))
     monkeypatch.chdir(tmp_path)
@@ -256,7 +258,9 @@ def test_outputs_that_may_share_a_device(small):
         ("a,b\n1,2\n3,4\n", False,
          r"line 1, column 1: cannot convert 'a' to a number \(if this line is a header, "
          r"pass --header\)$"),
-        ("a,1\nb,2\nc,3\n", None, r"line 1, column 1: cannot convert 'a' to a number$"),
+        # A column of text is named, with the option that leaves it out.
+        ("a,1\nb,2\nc,3\n", None, r"line 1, column 1: cannot convert 'a' to a number "
+         r"\(column 1 holds text, such as names or IDs: leave it out with --skip-columns 1\)$"),
         # Another delimiter: told which, not --header.
         ("a;b\n1;2\n3;4\n", None, r"line 1, column 1: .*pass --delimiter ';'\)$"),
         ("a;b\n1;2\n3;4\n", True, r"line 2, column 1: .*pass --delimiter ';'\)$"),
@@ -305,7 +309,11 @@ def test_cluster_help_documents_the_input_and_outputs():
     for phrase in ("'-' (standard input)", "gzip data is decompressed", "byte-order mark",
                    "digit separators (1_000, 1,000) are not numbers",
                    "An output that is the input or another output is refused",
-                   "the shortest decimals that read back as the same floating-point numbers"):
+                   "the shortest decimals that read back as the same floating-point numbers",
+                   "parsed as it arrives, never held whole",
+                   "the index column that pandas' df.to_csv() writes first",
+                   "not '\"' (fields may be quoted), '#' (comments) or a character of "
+                   "numbers"):
         assert phrase in help_text, phrase
 
 
@@ -335,3 +343,217 @@ def test_cluster_centres_round_trip_bitwise(tmp_path, capsys):
     np.testing.assert_array_equal(np.loadtxt(centers, delimiter=","), fit.cluster_centers_)
     text = centers.read_text()
     assert "0.0,2.0" in text and "00000000" not in text, text
+
+
+# ----------------------------------------------------- read in pieces (issue 41)
+
+# Inputs whose rows, header, delimiter or first problem must not depend on where the
+# reader cuts the bytes into pieces: line ends, a byte-order mark, comments, quotes, and
+# problems on late lines (text, another width, not finite, not UTF-8).
+_PIECEWISE = [
+    (BOM + b"a,b\r\n1,2\r\n\r\n# note\r\n3,4\r\n5,6", {}),
+    (b"1,2\r3,4\r5,6\r", {}),
+    (b'"1","2"\n3,"4"\n  5 , 6  # six\n', {}),
+    (b"1 2\n3\t4\n\n5  6\n", {"delimiter": " "}),
+    (b"a,b\n" + b"1,2\n" * 30 + b"3,x\n", {}),
+    (b"1,2\n" * 30 + b"3,4,5\n", {}),
+    (b"1,2\n" * 30 + b"3,inf\n4,x\n", {}),
+    (b"1,2\n" * 30 + b"3,4\n5,\xe9\n6,x\n", {}),
+    (b"1,2\n" * 30 + b"3,x\n5,\xe9\n", {}),
+    (b"a,b\n1,2\n3,4\n", {"header": False}),
+    (b"a,1\nb,2\nc,3\n", {}),
+    (b"id,a\nx,1\ny,2\n" + b"z,3\n" * 30 + b"w,4,5\n", {"skip_columns": [1]}),
+]
+
+
+@pytest.mark.parametrize("content, options", _PIECEWISE)
+def test_any_piece_size_reads_the_same_rows_and_errors(tmp_path, monkeypatch, content,
+                                                        options):
+    from skformer import _cli_io
+
+    path = tmp_path / "x.csv"
+    path.write_bytes(content)
+
+    def outcome():
+        try:
+            return read_table(str(path), **options)
+        except TableError as exc:
+            return str(exc)
+
+    whole = outcome()  # one piece: the whole input
+    for size in (1, 2, 3, 5, 8, 13):
+        monkeypatch.setattr(_cli_io, "CHUNK", size)
+        got = outcome()
+        if isinstance(whole, str):
+            assert got == whole, size
+        else:
+            np.testing.assert_array_equal(got, whole)
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (b"1,2\n" * 30 + b"3,inf\n4,x\n", r"line 31, column 2: 'inf' is not a finite number"),
+        (b"1,2\n" * 30 + b"3,4\n5,\xe9\n6,x\n", r"line 32: not UTF-8 text \(byte 0xe9\)"),
+        (b"1,2\n" * 30 + b"3,x\n5,\xe9\n", r"line 31, column 2: cannot convert 'x'"),
+        (b"1,2\n" * 30 + b"3,4,5\n", r"line 31 has 3 values where line 1 has 2$"),
+        (b"1,2\r" * 30 + b"3,x\r", r"line 31, column 2: cannot convert 'x'"),
+        (b"a,b\n1,\xe9\n", r"line 2: not UTF-8 text"),
+    ],
+)
+def test_the_first_problem_is_named_across_pieces(tmp_path, monkeypatch, content, message):
+    from skformer import _cli_io
+
+    monkeypatch.setattr(_cli_io, "CHUNK", 7, raising=False)
+    path = tmp_path / "x.csv"
+    path.write_bytes(content)
+    with pytest.raises(TableError, match=message):
+        read_table(str(path))
+
+
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_table_is_read_without_holding_its_text(tmp_path, monkeypatch, compress):
+    # A float array grows as pieces of the text are parsed: the text, its lines and their
+    # fields are never held whole (they took 11 to 29 times the array).
+    import tracemalloc
+
+    from skformer import _cli_io
+
+    monkeypatch.setattr(_cli_io, "CHUNK", 1 << 16, raising=False)
+    X = np.random.default_rng(0).normal(size=(20_000, 8))
+    path = tmp_path / "x.csv"
+    np.savetxt(path, X, delimiter=",")  # 4 MB of text: 3 times the array
+    if compress:
+        path.write_bytes(gzip.compress(path.read_bytes()))
+    tracemalloc.start()
+    try:
+        Y = read_table(str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(Y, X)
+    assert peak < 2.5 * Y.nbytes, peak / Y.nbytes
+
+
+# ----------------------------------------------------- delimiters that cannot be (issue 41)
+
+
+@pytest.mark.parametrize(
+    "delimiter, message",
+    [
+        (",,", r"--delimiter ',,': a delimiter is one character"),
+        ("ab", r"--delimiter 'ab': a delimiter is one character"),
+        ('"', r"""--delimiter '"' cannot separate fields: it is the quote character"""),
+        ("#", r"--delimiter '#' cannot separate fields: it is the start of a comment"),
+        ("5", r"--delimiter '5' cannot separate fields: it is a character of numbers"),
+        (".", r"--delimiter '.' cannot separate fields: it is a character of numbers"),
+        ("\n", r"--delimiter '\\n' cannot separate fields: it is a line end"),
+    ],
+)
+def test_delimiters_that_cannot_separate_fields(small, capsys, delimiter, message):
+    path, work = small
+    with pytest.raises(TableError, match=message):
+        read_table(str(path), delimiter=delimiter)
+    assert main(["cluster", str(path), "-k", "1", "--delimiter", delimiter]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("skformer cluster: error: --delimiter")
+    assert work == []  # refused before the input is read
+
+
+@pytest.mark.parametrize("delimiter", [",", ";", "\\t", "\t", " ", "  ", "", "|", ":"])
+def test_delimiters_that_can(tmp_path, delimiter):
+    sep = {"\\t": "\t", "": " ", "  ": " "}.get(delimiter, delimiter)
+    path = tmp_path / "x.txt"
+    path.write_text(f"1{sep}2\n3{sep}4\n")
+    np.testing.assert_array_equal(read_table(str(path), delimiter=delimiter), [[1, 2], [3, 4]])
+
+
+# ----------------------------------------------------- columns left out (issue 41)
+
+
+def _frame_csv(tmp_path, index=True):
+    import pandas as pd
+
+    frame = pd.DataFrame({"a": [0.5, 1.5, 9.0, 9.5], "b": [2.0, 2.5, 7.0, 7.5]})
+    path = tmp_path / "frame.csv"
+    frame.to_csv(path, index=index)
+    return path, frame.to_numpy()
+
+
+def test_pandas_index_column_is_left_out_with_skip_columns(tmp_path, capsys):
+    pytest.importorskip("pandas")
+    path, values = _frame_csv(tmp_path)
+    np.testing.assert_array_equal(read_table(str(path), skip_columns=[1]), values)
+    assert main(["cluster", str(path), "-k", "2", "--seed", "0", "--skip-columns", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "4 rows x 2 features" in err and "note" not in err
+
+
+def test_pandas_index_column_read_as_a_feature_is_noted(tmp_path, capsys):
+    pytest.importorskip("pandas")
+    path, values = _frame_csv(tmp_path)
+    with pytest.warns(TableWarning, match=r"column 1 has no name and holds 0, 1, 2, \.\.\.: "
+                                          r"pandas' index .* --skip-columns 1"):
+        X = read_table(str(path))
+    np.testing.assert_array_equal(X[:, 1:], values)
+    assert main(["cluster", str(path), "-k", "2", "--seed", "0"]) == 0
+    err = capsys.readouterr().err
+    assert "skformer cluster: note: " in err and "--skip-columns 1" in err
+    assert "4 rows x 3 features" in err
+    without, _ = _frame_csv(tmp_path, index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        read_table(str(without))
+
+
+@pytest.mark.parametrize(
+    "content, skip, expected",
+    [
+        ("id,a,b\nx,1,2\ny,3,4\n", [1], [[1, 2], [3, 4]]),
+        ("x,1,2\ny,3,4\n", [1], [[1, 2], [3, 4]]),  # no header: the text is skipped
+        ("a,id,b\n1,x,2\n3,y,4\n", [2], [[1, 2], [3, 4]]),
+        ("a,b,c\n1,2,3\n4,5,6\n", [1, 3], [[2], [5]]),
+        ('n,a\n"x, y",1\nz,2\n', [1], [[1], [2]]),  # a quoted field holding the delimiter
+    ],
+)
+def test_skip_columns(tmp_path, content, skip, expected):
+    path = tmp_path / "x.csv"
+    path.write_text(content)
+    np.testing.assert_array_equal(read_table(str(path), skip_columns=skip), expected)
+
+
+@pytest.mark.parametrize(
+    "content, skip, message",
+    [
+        ("id,a\nx,1\ny,2\n", [], r"line 2, column 1: cannot convert 'x' to a number \(column 1 "
+         r"holds text, such as names or IDs: leave it out with --skip-columns 1\)$"),
+        ("i,id,a\n1,x,1\n2,y,2\n", [1], r"line 2, column 2: .*--skip-columns 1,2\)$"),
+        ("a,b\n1,2\n3,4\n", [3], r"x.csv: --skip-columns 3: line 2 has 2 columns"),
+        ("a,b\n1,2\n3,4\n", [1, 2], r"--skip-columns 1,2 leaves no column to cluster"),
+        ("id,a\nx,1\ny,2,3\n", [1], r"line 3 has 3 values where line 2 has 2"),
+        ("id,a\nx,1\ny\n", [1], r"line 3 has 1 values where line 2 has 2"),
+        ("1,2\n3,x\n", [0], r"--skip-columns counts columns from 1, got 0"),
+    ],
+)
+def test_skip_columns_errors(tmp_path, content, skip, message):
+    path = tmp_path / "x.csv"
+    path.write_text(content)
+    with pytest.raises(TableError, match=message):
+        read_table(str(path), skip_columns=skip)
+
+
+def test_skip_columns_of_an_npy_array(tmp_path):
+    X = np.arange(12.0).reshape(4, 3)
+    np.save(tmp_path / "x.npy", X)
+    np.testing.assert_array_equal(read_table(str(tmp_path / "x.npy"), skip_columns=[2]),
+                                  X[:, [0, 2]])
+    with pytest.raises(TableError, match=r"--skip-columns 4: the array has 3 columns"):
+        read_table(str(tmp_path / "x.npy"), skip_columns=[4])
+
+
+@pytest.mark.parametrize("value", ["0", "a", "", "1,,2", "-1"])
+def test_skip_columns_option_needs_column_numbers(value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["cluster", "x.csv", "--skip-columns", value])
+    assert exc.value.code == 2
+    assert "--skip-columns: expected column numbers counted from 1" in capsys.readouterr().err

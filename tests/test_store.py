@@ -452,3 +452,169 @@ def test_pretraining_on_demand_leaves_the_global_torch_generator_alone(tiny_on_d
     TransformerKMeans(3, learned_starts=1, random_state=0).fit(X)  # d=5: on demand
     assert torch.equal(torch.get_rng_state(), before)
     assert len(tiny_on_demand) == 2
+
+
+# ------------------------------------------------ what a save may replace (issue 41)
+
+
+def _targets(tmp_path) -> dict:
+    """Paths that hold what a save must not replace, and what each holds."""
+    data = tmp_path / "data.csv"
+    data.write_text("1,2\n3,4\n")
+    link = tmp_path / "link.safetensors"
+    os.symlink(data, link)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "folder").mkdir()
+    return {"data": data, "link": link, "fifo": fifo, "folder": tmp_path / "folder",
+            "devnull": Path(os.devnull)}
+
+
+_KEPT_MESSAGES = {
+    "link": r"link.safetensors is a symbolic link: skformer writes its files only to a new",
+    "fifo": r"fifo is not a regular file \(a device, a pipe or a socket\)",
+    "folder": r"folder is a folder",
+    "devnull": r"/dev/null is not a regular file",
+}
+
+
+def _unchanged(targets) -> dict:
+    return {"data": targets["data"].read_text(), "link": os.readlink(targets["link"]),
+            "fifo": os.path.exists(targets["fifo"]) and not targets["fifo"].is_file(),
+            "devnull": Path(os.devnull).is_char_device()}
+
+
+@pytest.mark.parametrize("target", ["data", *_KEPT_MESSAGES])
+def test_save_model_replaces_only_a_model_file(tmp_path, target):
+    targets = _targets(tmp_path)
+    before = _unchanged(targets)
+    message = _KEPT_MESSAGES.get(
+        target, r"data.csv exists and is not a skformer model file: it is kept. Pass another "
+                r"path, or overwrite=True \(skformer pretrain --overwrite\) to replace it")
+    with pytest.raises(FileExistsError, match=message):
+        save_model(targets[target], _model())
+    if target != "data":  # never, whatever overwrite says
+        with pytest.raises(FileExistsError, match=message):
+            save_model(targets[target], _model(), overwrite=True)
+    assert _unchanged(targets) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_save_model_replaces_a_model_file_and_overwrite_any_regular_file(tmp_path):
+    targets = _targets(tmp_path)
+    path = save_model(tmp_path / "m.safetensors", _model(0), val_relative=0.5)
+    save_model(path, _model(1), val_relative=0.7)  # a model over a model
+    assert read_model(path).metadata["val_relative"] == 0.7
+    save_model(targets["data"], _model(1), overwrite=True)
+    assert read_model(targets["data"]).metadata["model_config"]["n_features"] == 2
+    damaged = bytearray(path.read_bytes())
+    damaged[-1] ^= 1  # a damaged tensor: still a model file, replaced
+    path.write_bytes(bytes(damaged))
+    save_model(path, _model(2), val_relative=0.3)
+    assert read_model(path).metadata["val_relative"] == 0.3
+
+
+def test_a_file_made_while_saving_is_kept(tmp_path, monkeypatch):
+    # Checked again just before the rename: a file written there meanwhile is kept.
+    path = tmp_path / "m.safetensors"
+    real_fsync = store_format.os.fsync
+
+    def fsync_then_someone_writes(fd):
+        real_fsync(fd)
+        if not path.exists():
+            path.write_text("someone else's data\n")
+
+    monkeypatch.setattr(store_format.os, "fsync", fsync_then_someone_writes)
+    with pytest.raises(FileExistsError, match=r"m.safetensors exists and is not a skformer"):
+        save_model(path, _model())
+    assert path.read_text() == "someone else's data\n"
+    assert list(tmp_path.iterdir()) == [path]
+
+
+@pytest.mark.parametrize("target", ["data", *_KEPT_MESSAGES])
+def test_pretrain_refuses_before_training(tmp_path, monkeypatch, target):
+    targets = _targets(tmp_path)
+    before = _unchanged(targets)
+    monkeypatch.setattr(pretraining, "train", lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(FileExistsError, match=str(targets[target].name)):
+        pretrain(2, 3, preset="fast", path=targets[target])
+    assert _unchanged(targets) == before
+
+
+def test_pretrain_overwrite_replaces_a_regular_file(tmp_path):
+    targets = _targets(tmp_path)
+    pretrain(2, 3, preset="fast", path=targets["data"], overwrite=True, **TINY)
+    assert read_model(targets["data"]).metadata["training_config"]["steps"] == 3
+    assert os.readlink(targets["link"]) == str(targets["data"])  # the link is still a link
+
+
+def test_pretrain_replaces_a_damaged_file_in_the_cache(_cache):
+    _cache.mkdir()
+    (_cache / "d2_k3_binary_l2.safetensors").write_bytes(b"truncated")
+    pretrain(2, 3, preset="fast", **TINY)  # the cache is skformer's own
+    read_model(_cache / "d2_k3_binary_l2.safetensors")
+
+
+@pytest.mark.parametrize("target", ["data", "link", "fifo", "devnull"])
+def test_cli_pretrain_out_keeps_what_is_not_a_model(tmp_path, capsys, monkeypatch, target):
+    targets = _targets(tmp_path)
+    before = _unchanged(targets)
+    monkeypatch.setattr(pretraining, "train", lambda *a, **k: pytest.fail("trained"))
+    argv = ["pretrain", "--d", "2", "--k", "3", "--out", str(targets[target]),
+            "--no-progress"]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"skformer pretrain: error: {targets[target]} ")
+    if target != "data":
+        assert main([*argv, "--overwrite"]) == 2
+    assert _unchanged(targets) == before
+
+
+def test_cli_pretrain_overwrite(tmp_path, capsys, monkeypatch):
+    targets = _targets(tmp_path)
+    monkeypatch.setattr(pretraining, "train", _tiny_train)
+    argv = ["pretrain", "--d", "2", "--k", "3", "--out", str(targets["data"]),
+            "--no-progress", "--overwrite"]
+    assert main(argv) == 0
+    assert f"d=2 k=3: {targets['data']}" in capsys.readouterr().out
+    read_model(targets["data"])
+
+
+def test_cli_pretrain_grid_needs_a_folder(tmp_path, capsys, monkeypatch):
+    targets = _targets(tmp_path)
+    monkeypatch.setattr(pretraining, "train", lambda *a, **k: pytest.fail("trained"))
+    argv = ["pretrain", "--d", "2", "3", "--k", "3", "--out", str(targets["data"])]
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (f"skformer pretrain: error: --out {targets['data']} is not a folder: a "
+                    "grid of shapes is written to one (new or existing)")
+
+
+# ------------------------------------------------ the shapes pretraining serves (issue 41)
+
+
+@pytest.mark.parametrize("d", ["1025", "100000", "12345678901234567890"])
+def test_cli_pretrain_too_many_features_exit_2(capsys, monkeypatch, d):
+    monkeypatch.setattr(pretraining, "train", lambda *a, **k: pytest.fail("trained"))
+    assert main(["pretrain", "--d", "2", d, "--k", "3", "--no-progress"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()  # one line, no traceback
+    assert line.startswith(f"skformer pretrain: error: n_features={d} is more than "
+                           "pretraining serves (at most 1024")
+
+
+def test_the_widest_pretraining_is_checked_not_trained(monkeypatch):
+    monkeypatch.setattr(pretraining, "train", lambda *a, **k: pytest.fail("trained"))
+    store.check_pretrain(store.MAX_PRETRAIN_FEATURES, 10, save=False)
+    with pytest.raises(ValueError, match=r"n_features=1025 is more than pretraining serves"):
+        pretrain(store.MAX_PRETRAIN_FEATURES + 1, 10, save=False)
+    with pytest.raises(ValueError, match=r"n_points=256 should be >= n_clusters=300"):
+        store.check_pretrain(2, 300, save=False)
+
+
+def test_cli_pretrain_help_states_the_bound():
+    from skformer.cli import build_parser
+
+    help_text = " ".join(build_parser()._subparsers._group_actions[0].choices["pretrain"]
+                         .format_help().split())
+    assert f"at most {store.MAX_PRETRAIN_FEATURES}" in help_text
+    assert "any other file there is kept unless --overwrite" in help_text

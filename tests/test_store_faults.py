@@ -483,3 +483,105 @@ def test_a_failed_save_after_training_keeps_the_model(tiny_on_demand, monkeypatc
     assert fit.learned_used_ and np.isfinite(fit.inertia_) and len(tiny_on_demand) == 1
     TransformerKMeans(3, random_state=0, learned_starts=1).fit(_blobs3())
     assert len(tiny_on_demand) == 1
+
+
+# ------------------------------------------------ what a save may replace (issue 41)
+
+
+def _shipped_schedule(bits: int = 3):
+    from skformer.store import generic
+
+    shipped = Path(skformer.__file__).resolve().parent / "weights"
+    return generic.read_schedule(shipped / generic.generic_filename(bits))
+
+
+def test_a_schedule_is_saved_only_over_a_schedule(tmp_path, monkeypatch):
+    from skformer.store import generic
+
+    source = _shipped_schedule()
+    data = tmp_path / "data.csv"
+    data.write_text("1,2\n")
+    fields = dict(bits=3, clusters=(5, 8), features=(2,))
+    with pytest.raises(FileExistsError, match=r"data.csv exists and is not a skformer "
+                                              r"schedule file: it is kept"):
+        generic.save_schedule(data, source.log_effective, **fields)
+    assert data.read_text() == "1,2\n"
+    path = generic.save_schedule(tmp_path / "s.safetensors", source.log_effective, **fields)
+    generic.save_schedule(path, source.log_effective, val_ratio=0.5, **fields)
+    assert generic.read_schedule(path).metadata["val_ratio"] == 0.5
+    monkeypatch.setattr("skformer.training.generic.train_generic",
+                        lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(FileExistsError, match=r"data.csv exists"):  # before training
+        generic.pretrain_generic(3, path=data)
+
+
+# ------------------------------------------------ crafted values with a good hash (issue 41)
+
+
+def _crafted(path: Path, tensors: dict, metadata: dict) -> Path:
+    """A file whose values were edited and whose content hash was computed again: what
+    the hash cannot catch."""
+    import json
+
+    import safetensors.torch
+
+    from skformer.store.format import _content_hash
+
+    metadata = {key: v for key, v in metadata.items() if key != "content_hash"}
+    metadata["content_hash"] = _content_hash(tensors, metadata)
+    path.write_bytes(safetensors.torch.save(tensors,
+                                            metadata={"skformer": json.dumps(metadata)}))
+    return path
+
+
+@pytest.mark.parametrize("field", ["log_effective", "log_step_size"])
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan"), 1e3])
+def test_impossible_schedule_values_are_refused_naming_file_and_field(tmp_path, field,
+                                                                        value):
+    from skformer.store import generic
+
+    source = _shipped_schedule()
+    tensors = {"log_effective": source.log_effective.clone(),
+               "log_step_size": source.log_step_size.clone()}
+    tensors[field].view(-1)[1] = value
+    path = _crafted(tmp_path / "generic_b3.safetensors", tensors, source.metadata)
+    with pytest.raises(ModelStoreError, match=rf"generic_b3.safetensors: '{field}' holds "
+                       r".* at \[[01](, 1)?\]; a schedule's logarithms must be finite"):
+        generic.read_schedule(path)
+    with pytest.raises(ModelStoreError, match=rf"'{field}' holds .* not written"):
+        generic.save_schedule(tmp_path / "other.safetensors", bits=3, clusters=(5, 8),
+                              features=(2,), **tensors)
+    assert not (tmp_path / "other.safetensors").exists()
+
+
+def test_a_fit_with_a_crafted_schedule_names_the_file(_cache, monkeypatch):
+    import numpy as np
+
+    from skformer import TransformerKMeans
+    from skformer.store import generic
+
+    source = _shipped_schedule()
+    tensors = {"log_effective": source.log_effective.clone()}
+    tensors["log_effective"][0, 0] = float("inf")
+    _cache.mkdir()
+    path = _crafted(_cache / "generic_b3.safetensors", tensors, source.metadata)
+    generic._read_cached.cache_clear()
+    X = np.random.default_rng(0).normal(size=(300, 4))
+    with pytest.raises(ModelStoreError, match=rf"{path}: 'log_effective' holds inf at "
+                                              r"\[0, 0\]"):
+        TransformerKMeans(6, learned_starts=1, random_state=0).fit(X)
+
+
+def test_a_model_file_with_weights_that_are_not_finite_is_refused(tmp_path, good_file):
+    import safetensors.torch
+
+    path = tmp_path / NAME
+    path.write_bytes(good_file)
+    stored = read_model(path)
+    tensors = safetensors.torch.load(good_file)
+    name = sorted(tensors)[0]
+    tensors[name].view(-1)[0] = float("nan")
+    _crafted(path, tensors, stored.metadata)
+    with pytest.raises(ModelStoreError, match=rf"{NAME}: the weights '{name}' hold values "
+                                              "that are not finite"):
+        read_model(path)

@@ -14,16 +14,26 @@ training loss. :func:`load_model` finds it in this order:
 The store has three parts:
 
 - :mod:`skformer.store.format`: the file format (safetensors + JSON metadata + content
-  hash), :func:`save_model`, :func:`read_model`;
+  hash), :func:`save_model`, :func:`read_model`, and :func:`check_target` (what a write
+  may replace: a new path or a file of the same kind; never a link or a device);
 - :mod:`skformer.store.locations`: file names, the cache and shipped folders, the shipped
   index, :func:`find_model`;
-- :mod:`skformer.store.pretraining`: :func:`pretrain` and :func:`load_model`, with the
-  inter-process lock of on-demand pretraining;
+- :mod:`skformer.store.pretraining`: :func:`pretrain` (and :func:`check_pretrain`, what
+  it checks before training) and :func:`load_model`, with the inter-process lock of
+  on-demand pretraining;
 - :mod:`skformer.store.selection`: :func:`choose_model`, the learned model a fit runs
   (or why none), for every driver of the learned steps.
 """
 
-from .format import FORMAT, FORMAT_VERSION, ModelStoreError, StoredModel, read_model, save_model
+from .format import (
+    FORMAT,
+    FORMAT_VERSION,
+    ModelStoreError,
+    StoredModel,
+    check_target,
+    read_model,
+    save_model,
+)
 from .locations import (
     cache_dir,
     find_model,
@@ -34,6 +44,8 @@ from .locations import (
     write_index,
 )
 from .pretraining import (
+    MAX_PRETRAIN_FEATURES,
+    check_pretrain,
     kept_model,
     load_model,
     on_demand_config,
@@ -46,10 +58,13 @@ from .selection import Choice, choose_model, expected_ratio
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "MAX_PRETRAIN_FEATURES",
     "Choice",
     "ModelStoreError",
     "StoredModel",
     "cache_dir",
+    "check_pretrain",
+    "check_target",
     "choose_model",
     "expected_ratio",
     "find_model",

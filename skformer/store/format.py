@@ -15,6 +15,12 @@ The content hash covers the tensors (by sorted name: name, dtype, shape, raw byt
 metadata without the hash itself (``json.dumps(..., sort_keys=True)``), so a flipped byte
 anywhere is detected. Writes go to a temporary file in the target directory, are fsynced
 and renamed into place (:func:`os.replace`), so readers never see a partial file.
+
+A write replaces only what it may (:func:`check_target`, checked before training and
+again just before the rename): a new path, or a regular file of the same format (a model
+over a model, a schedule over a schedule). Any other regular file is kept unless
+``overwrite=True`` (``skformer pretrain --overwrite``); a symbolic link, a folder, a
+device, a pipe or a socket is never replaced.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ import hashlib
 import json
 import os
 import re
+import stat
 import struct
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,8 +45,8 @@ from .._version import __version__
 from ..nn.learned import LearnedKMeansModel
 from ..training import TrainingConfig
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "ModelStoreError", "StoredModel", "read_model",
-           "save_model"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "ModelStoreError", "StoredModel", "check_target",
+           "file_format", "read_model", "save_model"]
 
 FORMAT = "skformer-model"
 FORMAT_VERSION = 1
@@ -84,8 +92,100 @@ def _json_float(value) -> float | None:
     return None if value is None else float(value)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` through an fsynced temporary file and a rename."""
+def file_format(path: str | os.PathLike) -> str | None:
+    """The ``"format"`` a skformer file's metadata names (:data:`FORMAT` for a model,
+    ``"skformer-generic-schedule"`` for a schedule), None for any other file.
+
+    Only the safetensors header is read, not the tensors, and nothing is verified: a
+    model file with a damaged tensor is still a model file (one that may be replaced).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     csv = pathlib.Path(tmp) / "data.csv"
+    ...     _ = csv.write_text("1,2\\n")
+    ...     model = save_model(pathlib.Path(tmp) / "m.safetensors",
+    ...                        LearnedKMeansModel.from_exact(2, 3))
+    ...     file_format(csv), file_format(model)
+    (None, 'skformer-model')
+    """
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                return None
+            (size,) = struct.unpack("<Q", head)
+            if size > _MAX_HEADER:
+                return None
+            header = json.loads(f.read(size).decode("utf-8"))
+        metadata = json.loads(header["__metadata__"][_METADATA_KEY])
+        found = metadata["format"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return found if isinstance(found, str) else None
+
+
+def check_target(path: str | os.PathLike, kind: str = FORMAT, *,
+                 overwrite: bool = False) -> None:
+    """Raise where a skformer file of format ``kind`` may not be written at ``path``.
+
+    A new path may be written, and a regular file of the same format replaced. Another
+    regular file (``data.csv``, a damaged or foreign file) is replaced only with
+    ``overwrite=True``. A symbolic link, a folder, a device, a pipe or a socket is never
+    replaced: renaming a new file onto it would remove the link (not write through it)
+    or the node.
+
+    Parameters
+    ----------
+    path : path-like
+    kind : str, default=FORMAT
+        The format of the file to be written (:func:`file_format`).
+    overwrite : bool, default=False
+        Replace a regular file of another format (or of none).
+
+    Raises
+    ------
+    FileExistsError
+        What is at ``path`` may not be replaced; the message names the path and why.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     csv = pathlib.Path(tmp) / "data.csv"
+    ...     _ = csv.write_text("1,2\\n")
+    ...     check_target(csv, overwrite=True)
+    ...     check_target(csv)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    FileExistsError: ...data.csv exists and is not a skformer model file: ...
+    """
+    path = Path(path)
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # new (its folder is checked apart)
+        return
+    if stat.S_ISLNK(mode):
+        what = "a symbolic link"
+    elif stat.S_ISDIR(mode):
+        what = "a folder"
+    elif not stat.S_ISREG(mode):
+        what = "not a regular file (a device, a pipe or a socket)"
+    elif overwrite or file_format(path) == kind:
+        return
+    else:
+        name, option = (("skformer model", " (skformer pretrain --overwrite)")
+                        if kind == FORMAT else ("skformer schedule", ""))
+        raise FileExistsError(f"{path} exists and is not a {name} file: it is kept. Pass "
+                              f"another path, or overwrite=True{option} to replace it")
+    raise FileExistsError(f"{path} is {what}: skformer writes its files only to a new "
+                          "path or over a regular file; pass another path")
+
+
+def _atomic_write(path: Path, data: bytes, check: Callable[[], None] | None = None) -> None:
+    """Write ``data`` to ``path`` through an fsynced temporary file and a rename
+    (``check``, if given, is called just before the rename, and may raise to stop it)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         if hasattr(os, "fchmod"):  # mkstemp makes 0600 files; give the usual permissions
@@ -96,6 +196,8 @@ def _atomic_write(path: Path, data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        if check is not None:
+            check()
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -134,14 +236,17 @@ def save_model(
     training_config: TrainingConfig | None = None,
     val_relative: float | None = None,
     training: dict | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Write a model and its metadata to one ``.safetensors`` file, atomically.
 
     Parameters
     ----------
     path : path-like
-        The file to write (its folder is created if needed). An existing file is
-        replaced in one step: readers see the old or the new file, never a mix.
+        The file to write (its folder is created if needed). An existing model file is
+        replaced in one step: readers see the old or the new file, never a mix. Another
+        existing file is kept (:class:`FileExistsError`) unless ``overwrite``; a symbolic
+        link, a folder or a device is never replaced (:func:`check_target`).
     model : LearnedKMeansModel
         Saved from any device; the file always holds CPU tensors.
     training_config : TrainingConfig, default=None
@@ -149,11 +254,18 @@ def save_model(
         Relative validation loss of the model (paper eq. 20; < 1 beats one Lloyd step).
     training : dict, default=None
         A JSON-serialisable summary of the training run (steps, seconds, ...).
+    overwrite : bool, default=False
+        Replace a regular file at ``path`` that is not a skformer model.
 
     Returns
     -------
     Path
         ``path``.
+
+    Raises
+    ------
+    FileExistsError
+        What is at ``path`` may not be replaced (:func:`check_target`).
 
     Examples
     --------
@@ -166,6 +278,7 @@ def save_model(
     (0.97, 3)
     """
     path = Path(path)
+    check_target(path, overwrite=overwrite)
     tensors = {
         name: t.detach().cpu().contiguous().clone() for name, t in model.state_dict().items()
     }
@@ -174,7 +287,7 @@ def save_model(
     metadata["content_hash"] = _content_hash(tensors, metadata)
     data = safetensors.torch.save(tensors, metadata={_METADATA_KEY: json.dumps(metadata)})
     path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, data)
+    _atomic_write(path, data, lambda: check_target(path, overwrite=overwrite))
     return path
 
 
@@ -265,8 +378,9 @@ def read_model(path: str | os.PathLike, *, map_location: str | torch.device = "c
     ------
     ModelStoreError
         If the file is not safetensors, is truncated, is not a skformer model, has an
-        unsupported format version, fails the content-hash check, or holds a model for
-        another shape, embedding or loss than ``expect`` (or its name) says.
+        unsupported format version, fails the content-hash check, holds weights that
+        are not finite (the message names them), or holds a model for another shape,
+        embedding or loss than ``expect`` (or its name) says.
     FileNotFoundError
         If there is no such file.
     """
@@ -294,6 +408,10 @@ def read_model(path: str | os.PathLike, *, map_location: str | torch.device = "c
         )
     if metadata.get("content_hash") != _content_hash(tensors, metadata):
         raise ModelStoreError(f"{path} is corrupted: content hash mismatch.")
+    for name, tensor in sorted(tensors.items()):  # a crafted file can carry a good hash
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise ModelStoreError(f"{path}: the weights {name!r} hold values that are not "
+                                  "finite; the file is not a trained model.")
     expect = _name_key(path) if expect is None else expect
     if expect is not None:
         _check_key(metadata, expect, path)

@@ -11,7 +11,10 @@ nothing is trained at fit time.
 
 Files are looked for in the package (``skformer/weights/``), then in the user cache. A
 code width with no file of its own uses the nearest one below it (the schedule is
-shape-free; the metadata says which ``k`` it was trained on).
+shape-free; the metadata says which ``k`` it was trained on). A file is checked when it
+is read (:func:`read_schedule`): a damaged or crafted one (a temperature of ``inf``) is a
+:class:`~skformer.store.ModelStoreError` that names the file and the field, not a failure
+inside a fit.
 """
 
 from __future__ import annotations
@@ -31,16 +34,26 @@ from .._version import __version__
 from ..nn.embedding import index_width
 from ..nn.learned import LearnedKMeansModel
 from . import locations
-from .format import ModelStoreError, _atomic_write, _content_hash, _read_header, read_model
+from .format import (
+    ModelStoreError,
+    _atomic_write,
+    _content_hash,
+    _read_header,
+    check_target,
+    read_model,
+)
 from .locations import find_model
 
-__all__ = ["GENERIC_FORMAT", "SHIPPED_BUDGETS", "SHIPPED_STEP_SIZE_BUDGETS",
+__all__ = ["GENERIC_FORMAT", "MAX_LOG", "SHIPPED_BUDGETS", "SHIPPED_STEP_SIZE_BUDGETS",
            "SHIPPED_WARM_STARTS", "GenericSchedule", "code_bits", "find_schedule",
            "generic_filename", "generic_model", "pretrain_generic", "pretrain_step_sizes",
            "read_schedule", "save_schedule"]
 
 GENERIC_FORMAT = "skformer-generic-schedule"
 _KEY = "skformer"
+# The largest magnitude of a stored log temperature or log step size: its exponential
+# must stay a finite float32 (below e^88.7) with room for the factors it meets in a step.
+MAX_LOG = 80.0
 
 
 def code_bits(n_clusters: int) -> int:
@@ -90,16 +103,24 @@ def save_schedule(path: str | os.PathLike, log_effective: torch.Tensor, *, bits:
                   clusters: tuple[int, int], features, val_ratio: float | None = None,
                   training_config: dict | None = None, training: dict | None = None,
                   log_step_size: torch.Tensor | None = None,
-                  extra: dict | None = None) -> Path:
+                  extra: dict | None = None, overwrite: bool = False) -> Path:
     """Write a schedule file (atomically), with its metadata and content hash
     (``log_step_size``: the schedule's step sizes, (S,), if it has them; ``extra``: more
-    metadata, JSON-serialisable)."""
+    metadata, JSON-serialisable).
+
+    An existing schedule file is replaced; another file only with ``overwrite``, and a
+    symbolic link, a folder or a device never (:class:`FileExistsError`, see
+    :func:`~skformer.store.format.check_target`).
+    """
     path = Path(path)
+    check_target(path, GENERIC_FORMAT, overwrite=overwrite)
     tensors = {"log_effective": torch.as_tensor(log_effective).detach().float().cpu()
                .contiguous()}
     if log_step_size is not None:
         tensors["log_step_size"] = (torch.as_tensor(log_step_size).detach().float().cpu()
                                     .contiguous())
+    for name, values in tensors.items():  # never write what read_schedule refuses
+        _check_values(path, name, values, saving=True)
     metadata = json.loads(json.dumps({
         "format": GENERIC_FORMAT, "format_version": 1, "embedding": "binary",
         "bits": int(bits), "clusters": [int(c) for c in clusters],
@@ -112,8 +133,21 @@ def save_schedule(path: str | os.PathLike, log_effective: torch.Tensor, *, bits:
     metadata["content_hash"] = _content_hash(tensors, metadata)
     data = safetensors.torch.save(tensors, metadata={_KEY: json.dumps(metadata)})
     path.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(path, data)
+    _atomic_write(path, data, lambda: check_target(path, GENERIC_FORMAT, overwrite=overwrite))
     return path
+
+
+def _check_values(path: Path, name: str, values: torch.Tensor, saving: bool = False) -> None:
+    """A :class:`ModelStoreError` naming the file and the field where ``values`` hold a
+    value that is not finite or beyond :data:`MAX_LOG` (``saving``: it is not written)."""
+    bad = ~torch.isfinite(values) | (values.abs() > MAX_LOG)
+    if bad.any():
+        where = tuple(int(i) for i in bad.nonzero()[0])
+        advice = ("not written" if saving else "The file is not a trained schedule: remove "
+                  "it or train it again (pretrain_generic)")
+        raise ModelStoreError(
+            f"{path}: {name!r} holds {float(values[where])!r} at {list(where)}; a schedule's "
+            f"logarithms must be finite and within +-{MAX_LOG:g}. {advice}.")
 
 
 def read_schedule(path: str | os.PathLike) -> GenericSchedule:
@@ -122,8 +156,9 @@ def read_schedule(path: str | os.PathLike) -> GenericSchedule:
     Raises
     ------
     ModelStoreError
-        If the file is not safetensors, is truncated, is not a skformer schedule or
-        fails its content-hash check.
+        If the file is not safetensors, is truncated, is not a skformer schedule, fails
+        its content-hash check, or holds a log temperature or log step size that is not
+        finite or beyond :data:`MAX_LOG` (the message names the file and the field).
     """
     path = Path(path)
     data = path.read_bytes()
@@ -142,12 +177,18 @@ def read_schedule(path: str | os.PathLike) -> GenericSchedule:
     if metadata.get("content_hash") != _content_hash(tensors, metadata):
         raise ModelStoreError(f"{path} is corrupted: content hash mismatch.")
     schedule = tensors.get("log_effective")
-    if schedule is None or schedule.ndim != 2 or schedule.shape[1] != 3:
-        raise ModelStoreError(f"{path}: no (S, 3) tensor 'log_effective'.")
+    if (schedule is None or schedule.ndim != 2 or schedule.shape[1] != 3
+            or not len(schedule) or not schedule.is_floating_point()):
+        raise ModelStoreError(f"{path}: no (S, 3) float tensor 'log_effective' with S >= 1.")
+    _check_values(path, "log_effective", schedule.float())
     step = tensors.get("log_step_size")
     if step is not None and tuple(step.shape) != (len(schedule),):
         raise ModelStoreError(f"{path}: 'log_step_size' must have shape ({len(schedule)},), "
                               f"got {tuple(step.shape)}.")
+    if step is not None:
+        if not step.is_floating_point():
+            raise ModelStoreError(f"{path}: 'log_step_size' must be a float tensor.")
+        _check_values(path, "log_step_size", step.float())
     return GenericSchedule(schedule.float(), metadata, path,
                            None if step is None else step.float())
 
@@ -216,7 +257,8 @@ SHIPPED_WARM_STARTS = {**{b: (32, 16) for b in range(1, 9)}, 9: 8, 10: 8}
 
 def pretrain_generic(bits: int, *, path: str | os.PathLike | None = None,
                      warm_start: tuple[int, int] | int | None | str = "shipped",
-                     progress: bool = False, **overrides) -> GenericSchedule:
+                     progress: bool = False, overwrite: bool = False,
+                     **overrides) -> GenericSchedule:
     """Train the shape-generic schedule of a code width and save it.
 
     Parameters
@@ -224,13 +266,17 @@ def pretrain_generic(bits: int, *, path: str | os.PathLike | None = None,
     bits : int
         Code width ``B``: the schedule serves every ``k`` in ``(2^(B-1), 2^B]``.
     path : path-like, default=None
-        Where to save: None is the user cache (``generic_b{B}.safetensors``).
+        Where to save: None is the user cache (``generic_b{B}.safetensors``, replaced if
+        it exists). An explicit path may be new or a schedule file; another file there
+        is kept (:class:`FileExistsError`, before training) unless ``overwrite``.
     warm_start : (d, k), int, None or "shipped", default="shipped"
         The search's first candidate: the schedule (as effective temperatures) of the
         shipped model trained for ``(d, k)``, or the shipped generic schedule of a code
         width (an int); None: random candidates only; ``"shipped"``: the shipped
         schedules' choice (:data:`SHIPPED_WARM_STARTS`).
     progress : bool, default=False
+    overwrite : bool, default=False
+        Replace a regular file at ``path`` that is not a schedule file.
     **overrides
         :class:`~skformer.training.generic.GenericConfig` fields (default: the shipped
         budget of the width, :data:`SHIPPED_BUDGETS`).
@@ -251,6 +297,7 @@ def pretrain_generic(bits: int, *, path: str | os.PathLike | None = None,
     """
     from ..training.generic import GenericConfig, train_generic
 
+    target, overwrite = _target(bits, path, overwrite)  # before training, not after it
     params = {**SHIPPED_BUDGETS.get(int(bits), {}), **overrides}
     if warm_start == "shipped":
         warm_start = SHIPPED_WARM_STARTS.get(int(bits))
@@ -268,21 +315,29 @@ def pretrain_generic(bits: int, *, path: str | os.PathLike | None = None,
             params["init"] = init.exp().tolist()
     config = GenericConfig(bits=int(bits), **params)
     result = train_generic(config, progress=progress)
-    return _save_trained(bits, path, result, clusters=config.clusters,
+    return _save_trained(bits, target, result, overwrite, clusters=config.clusters,
                          features=config.features)
 
 
-def _save_trained(bits: int, path, result, **fields) -> GenericSchedule:
-    """Save a training's schedule (``path``, or the user cache), with its configuration
-    and history, and read it back; ``fields``: ``clusters``, ``features`` and ``extra``
-    of :func:`save_schedule`."""
-    target = (Path(path) if path is not None
-              else locations.cache_dir() / generic_filename(bits))
+def _target(bits: int, path, overwrite: bool) -> tuple[Path, bool]:
+    """The file a training saves to (``path``, or the user cache, whose file of the width
+    is skformer's own and replaced), checked, and whether another file may be replaced."""
+    overwrite = overwrite or path is None
+    target = Path(path) if path is not None else locations.cache_dir() / generic_filename(bits)
+    check_target(target, GENERIC_FORMAT, overwrite=overwrite)
+    return target, overwrite
+
+
+def _save_trained(bits: int, target: Path, result, overwrite: bool,
+                  **fields) -> GenericSchedule:
+    """Save a training's schedule to ``target``, with its configuration and history, and
+    read it back; ``fields``: ``clusters``, ``features`` and ``extra`` of
+    :func:`save_schedule`."""
     config = result.config
     save_schedule(target, result.log_effective, log_step_size=result.log_step_size,
                   bits=bits, val_ratio=result.val_ratio, training_config=config.to_dict(),
                   training={"steps": config.steps, "seconds": round(result.seconds, 1),
-                            "history": result.history}, **fields)
+                            "history": result.history}, overwrite=overwrite, **fields)
     return read_schedule(target)
 
 
@@ -313,7 +368,7 @@ _STEP_SIZE_START = 1.5
 
 def pretrain_step_sizes(bits: int, *, source: str | os.PathLike | None = None,
                         path: str | os.PathLike | None = None, progress: bool = False,
-                        **overrides) -> GenericSchedule:
+                        overwrite: bool = False, **overrides) -> GenericSchedule:
     """Learn the step sizes of a code width's schedule, its temperatures kept, and save it.
 
     Parameters
@@ -324,8 +379,11 @@ def pretrain_step_sizes(bits: int, *, source: str | os.PathLike | None = None,
         The schedule whose temperatures are kept: None is the one serving ``bits``
         (:func:`find_schedule`).
     path : path-like, default=None
-        Where to save: None is the user cache (``generic_b{B}.safetensors``).
+        Where to save: None is the user cache (``generic_b{B}.safetensors``), as
+        :func:`pretrain_generic` saves.
     progress : bool, default=False
+    overwrite : bool, default=False
+        Replace a regular file at ``path`` that is not a schedule file.
     **overrides
         :class:`~skformer.training.generic.GenericConfig` fields (default: the shipped
         budget of the width, :data:`SHIPPED_STEP_SIZE_BUDGETS`).
@@ -347,6 +405,7 @@ def pretrain_step_sizes(bits: int, *, source: str | os.PathLike | None = None,
     """
     from ..training.generic import GenericConfig, train_generic
 
+    target, overwrite = _target(bits, path, overwrite)  # before training, not after it
     source = Path(source) if source is not None else find_schedule(bits)
     if source is None:
         raise FileNotFoundError(f"no schedule serves {bits} bits: train one first "
@@ -366,7 +425,7 @@ def pretrain_step_sizes(bits: int, *, source: str | os.PathLike | None = None,
                                  log_effective=start.log_effective)
     meta = start.metadata
     return _save_trained(
-        bits, path, result, clusters=meta.get("clusters", config.clusters),
+        bits, target, result, overwrite, clusters=meta.get("clusters", config.clusters),
         features=meta.get("features", config.features),
         extra={"temperature_training": {
             "training_config": meta.get("training_config"), "training": meta.get("training"),

@@ -26,7 +26,7 @@ import torch
 
 from ..nn.learned import LearnedKMeansModel
 from ..training import TrainingConfig, TrainingResult, train
-from .format import ModelStoreError, model_metadata, read_model, save_model
+from .format import ModelStoreError, check_target, model_metadata, read_model, save_model
 from .locations import (
     _check_model_key,
     cache_dir,
@@ -36,9 +36,15 @@ from .locations import (
     write_problem,
 )
 
-__all__ = ["kept_model", "load_model", "pretrain"]
+__all__ = ["MAX_PRETRAIN_FEATURES", "check_pretrain", "kept_model", "load_model", "pretrain"]
 
 PRESETS = ("multistep", "fast", "paper")
+# The widest data a model is pretrained for. A model of token width e holds about
+# 12 e^2 weights and its training keeps b * n * e activations per unrolled step, so
+# memory and time grow with the width beyond what a workstation serves; the widest
+# shapes users cluster (text and image embeddings) have up to 1024 features, and wider
+# data run the shape-generic models in their principal directions.
+MAX_PRETRAIN_FEATURES = 1024
 
 logger = logging.getLogger("skformer")
 
@@ -137,10 +143,10 @@ def _summary(result: TrainingResult) -> dict:
 
 
 def _pretrain(config: TrainingConfig, *, path: Path | None, progress: bool,
-              device) -> TrainingResult:
+              device, overwrite: bool = False) -> TrainingResult:
     result = train(config, progress=progress, device=device)
     if path is not None:
-        save_model(path, result.model, **_described(result))
+        save_model(path, result.model, overwrite=overwrite, **_described(result))
     return result
 
 
@@ -188,6 +194,86 @@ def _keep(key: tuple, result: TrainingResult, reason: str) -> LearnedKMeansModel
     return model
 
 
+def _plan(n_features, n_clusters, *, embedding: str, loss: str, preset: str, seed: int,
+          save: bool, path, overwrite: bool, **overrides
+          ) -> tuple[TrainingConfig, Path | None, bool]:
+    """What :func:`pretrain` checks before it trains: the training run, the file to write
+    (None: none), and whether a regular file there may be replaced."""
+    _check_model_key(n_features, n_clusters, embedding, loss)
+    if n_features > MAX_PRETRAIN_FEATURES:
+        raise ValueError(
+            f"n_features={n_features} is more than pretraining serves (at most "
+            f"{MAX_PRETRAIN_FEATURES}: memory and time grow with the width). Wider data "
+            "run the shape-generic models (embedding='binary') in their principal "
+            "directions; or reduce the features first (e.g. sklearn.decomposition.PCA).")
+    if preset not in PRESETS:
+        raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}.")
+    if preset == "multistep":
+        config = _multistep_config(int(n_features), int(n_clusters), embedding, loss,
+                                   seed=seed, **overrides)
+    elif preset == "fast":
+        config = _fast_config(int(n_features), int(n_clusters), embedding, loss, seed=seed,
+                              **overrides)
+    else:
+        config = TrainingConfig.paper(int(n_features), int(n_clusters), embedding=embedding,
+                                      loss=loss, seed=seed, **overrides)
+    if not save:
+        return config, None, overwrite
+    # The cache file of the shape is skformer's own: a damaged one is replaced.
+    overwrite = overwrite or path is None
+    target = Path(path) if path is not None else cache_dir() / model_filename(
+        n_features, n_clusters, embedding, loss)
+    check_target(target, overwrite=overwrite)
+    problem = write_problem(target.parent)  # before training, not after it
+    if problem is not None:
+        where = (f"{target.parent} cannot be written" if path is not None else
+                 f"The skformer cache {target.parent} cannot be written")
+        raise OSError(f"{where} ({problem}). "
+                      + ("Pass a writable path, or save=False." if path is not None
+                         else f"{_CACHE_ADVICE} Or pass path=... or save=False."))
+    return config, target, overwrite
+
+
+def check_pretrain(
+    n_features: int,
+    n_clusters: int,
+    *,
+    embedding: str = "binary",
+    loss: str = "l2",
+    preset: str = "multistep",
+    seed: int = 0,
+    save: bool = True,
+    path: str | os.PathLike | None = None,
+    overwrite: bool = False,
+    **overrides,
+) -> None:
+    """Raise what :func:`pretrain` would raise before training, without training.
+
+    For checking every shape of a grid before the first is trained. The arguments are
+    :func:`pretrain`'s (``device`` and ``progress`` change nothing here).
+
+    Raises
+    ------
+    ValueError
+        An invalid shape, embedding, loss, preset or training field; more than
+        :data:`MAX_PRETRAIN_FEATURES` features.
+    FileExistsError
+        ``path`` holds what may not be replaced (:func:`~skformer.store.format.check_target`).
+    OSError
+        The folder of the file cannot be written.
+
+    Examples
+    --------
+    >>> check_pretrain(32, 10, save=False)
+    >>> check_pretrain(10**5, 10, save=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: n_features=100000 is more than pretraining serves (at most 1024: ...
+    """
+    _plan(n_features, n_clusters, embedding=embedding, loss=loss, preset=preset, seed=seed,
+          save=save, path=path, overwrite=overwrite, **overrides)
+
+
 def pretrain(
     n_features: int,
     n_clusters: int,
@@ -200,6 +286,7 @@ def pretrain(
     progress: bool = False,
     save: bool = True,
     path: str | os.PathLike | None = None,
+    overwrite: bool = False,
     **overrides,
 ) -> LearnedKMeansModel:
     """Train a learned model for one shape and (by default) save it to the cache.
@@ -207,7 +294,8 @@ def pretrain(
     Parameters
     ----------
     n_features, n_clusters : int
-        The shape ``(d, k)``.
+        The shape ``(d, k)``; at most :data:`MAX_PRETRAIN_FEATURES` features, and
+        ``n_clusters`` at most the preset's points per training task (``n_points``).
     embedding : {"binary", "onehot", "none"}, default="binary"
     loss : {"l2", "ne"}, default="l2"
         Smoothed k-means loss: sparsemax (L2) or softmax (NE) weights.
@@ -225,7 +313,14 @@ def pretrain(
     save : bool, default=True
         Write the model, its training config and validation score to ``path``.
     path : path-like, default=None
-        Where to save; None is the cache file of the shape (see :func:`cache_dir`).
+        Where to save; None is the cache file of the shape (see :func:`cache_dir`),
+        replaced if it exists. An explicit path may be new or a skformer model file,
+        which is replaced atomically; any other file there is kept and
+        :class:`FileExistsError` raised before training, unless ``overwrite``. A symbolic
+        link, a folder or a device is never replaced
+        (:func:`~skformer.store.format.check_target`).
+    overwrite : bool, default=False
+        Replace a regular file at ``path`` that is not a skformer model.
     **overrides
         Other :class:`~skformer.training.TrainingConfig` fields (``steps``, ``lr``, ...).
 
@@ -233,6 +328,11 @@ def pretrain(
     -------
     LearnedKMeansModel
         In eval mode, on ``device``.
+
+    Raises
+    ------
+    ValueError, FileExistsError, OSError
+        Before training, as :func:`check_pretrain` says.
 
     Examples
     --------
@@ -242,30 +342,11 @@ def pretrain(
     >>> model.config["n_clusters"], model.training
     (3, False)
     """
-    _check_model_key(n_features, n_clusters, embedding, loss)
-    if preset not in PRESETS:
-        raise ValueError(f"preset must be one of {PRESETS}, got {preset!r}.")
-    if preset == "multistep":
-        config = _multistep_config(int(n_features), int(n_clusters), embedding, loss,
-                                   seed=seed, **overrides)
-    elif preset == "fast":
-        config = _fast_config(int(n_features), int(n_clusters), embedding, loss, seed=seed,
-                              **overrides)
-    else:
-        config = TrainingConfig.paper(int(n_features), int(n_clusters), embedding=embedding,
-                                      loss=loss, seed=seed, **overrides)
-    target = None
-    if save:
-        target = Path(path) if path is not None else cache_dir() / model_filename(
-            n_features, n_clusters, embedding, loss)
-        problem = write_problem(target.parent)  # before training, not after it
-        if problem is not None:
-            where = (f"{target.parent} cannot be written" if path is not None else
-                     f"The skformer cache {target.parent} cannot be written")
-            raise OSError(f"{where} ({problem}). "
-                          + ("Pass a writable path, or save=False." if path is not None
-                             else f"{_CACHE_ADVICE} Or pass path=... or save=False."))
-    return _pretrain(config, path=target, progress=progress, device=device).model.eval()
+    config, target, overwrite = _plan(
+        n_features, n_clusters, embedding=embedding, loss=loss, preset=preset, seed=seed,
+        save=save, path=path, overwrite=overwrite, **overrides)
+    return _pretrain(config, path=target, progress=progress, device=device,
+                     overwrite=overwrite).model.eval()
 
 
 def _fast_config(n_features: int, n_clusters: int, embedding: str, loss: str,
@@ -399,8 +480,8 @@ def load_model(
                            "loss=%s: pretraining one on demand (about a minute on a 2-core "
                            "CPU, once; saved to %s)", d, k, embedding, loss, cached)
             result = _pretrain(config, path=None, progress=progress, device=device)
-            try:
-                save_model(cached, result.model, **_described(result))
+            try:  # the cache is skformer's: a damaged file there is replaced
+                save_model(cached, result.model, overwrite=True, **_described(result))
             except OSError as exc:  # writable when checked, not now (a full disk)
                 problem = str(exc.strerror or exc)
             else:
