@@ -25,6 +25,14 @@ step, and no linear layer, weight concatenation or exponential of the schedule, 
 fixed cost a step where that cost dominates (small contexts on a CPU). It equals
 :func:`~skformer.nn.streaming.streamed_step` up to float rounding (the maps are composed
 before they are applied); no gradients.
+
+A model at the exact construction (its projections the block selectors, only its
+temperatures and step sizes learned: every shape-generic model of the store) steps in
+closed form instead (:mod:`~skformer.nn.selector_step`): A1's weights over the centres
+from the distances in the data's columns, the points' soft codes, A3's softmax of each
+centre's code against them, A4 as a constant matrix of the codes. That reads one
+``(k, n)`` array a few times and no ``e``-wide token, and equals the general path up to
+float rounding.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import torch
 from .attention import distance_attention
 from .embedding import index_codes
 from .learned import LearnedKMeansModel
+from .selector_step import SelectorStep, selector_scales
 from .softmax import _matmul, softmax_partial, softmax_weights
 from .streaming import PreparedPoints, _check_softmax
 
@@ -60,6 +69,13 @@ class LearnedStepper:
         keys and values (``keep_tokens`` either way).
     weight : Tensor of shape (b, n), default=None
         Sample weights of the points.
+
+    Attributes
+    ----------
+    closed : SelectorStep or None
+        The closed-form step of a model at the exact construction
+        (:func:`~skformer.nn.selector_step.selector_scales`), which :meth:`step` takes;
+        None for any other model (every projection applied).
 
     Examples
     --------
@@ -106,6 +122,8 @@ class LearnedStepper:
             else tuple(float(t) for t in model.temperature(s)) for s in range(steps)]
         self.step_sizes = [1.0 if model.step_size(s) is None else float(model.step_size(s))
                            for s in range(steps)]
+        scales = selector_scales(model)
+        self.closed = None if scales is None else SelectorStep(model, prepared, weight, scales)
 
     def scaled(self, factor: float) -> LearnedStepper:
         """This stepper with every step's inverse temperatures (A1's, A3's and A4's)
@@ -142,6 +160,9 @@ class LearnedStepper:
         e, d = self.e, self.d
         t1, t3, t4 = self.temperatures[min(int(step), len(self.temperatures) - 1)]
         p, weight = self.prepared, self.weight
+        size = self.step_sizes[min(int(step), len(self.step_sizes) - 1)]
+        if self.closed is not None:
+            return self.closed.step(c, (t1, t3, t4), size, problems)
         if problems is not None:
             p = p._replace(**{f: None if v is None else v[problems]
                               for f, v in p._asdict().items()})
@@ -159,6 +180,5 @@ class LearnedStepper:
         a4 = self.a4
         among = distance_attention(q4, k4, v4, gamma=a4.inverse_temperature(q4, k4, t4),
                                    activation=a4.activation, tie_break=a4.tie_break)
-        size = self.step_sizes[min(int(step), len(self.step_sizes) - 1)]
         move = (update + among)[..., :d]
         return c + (move if size == 1.0 else size * move)
