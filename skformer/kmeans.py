@@ -11,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseTransformerKMeans
 from ._fit import FitResult, LearnedSetup, auto_context
+from ._fit.learned import BREATHING_SCALES, TEMPERATURE_SCALES
 from ._fit.moves import BREATHING_DEPTH
 from .store.selection import choose_model
 
@@ -169,7 +170,11 @@ class TransformerKMeans(BaseTransformerKMeans):
         Breathing cycles made from the best run (0 without global moves); their Lloyd
         steps are not counted in ``n_iter_``, which stays one run's, as in KMeans.
     selected_run_ : {"lloyd", "learned"}
-        Which run of the best initialisation gave the result.
+        Which run of the best initialisation gave the result (or, where
+        ``breathing_improved_``, the start of the global moves that did).
+    breathing_improved_ : bool
+        Whether the result is the global moves' centres (they lowered the inertia of
+        the selected run).
     learned_used_ : bool
         Whether learned steps ran at all (False for ``n_clusters=1``,
         ``learned_starts=0``, data whose range overflows float64, and, with
@@ -304,7 +309,9 @@ class TransformerKMeans(BaseTransformerKMeans):
                     f", in {choice.project} principal directions")
         if max_context == "auto":
             max_context = auto_context(self.n_clusters, choice.model.layer.embed_dim)
-        return LearnedSetup(choice.model, choice.padding, max_context, choice.project)
+        scales = BREATHING_SCALES if self._breathing_depth() else TEMPERATURE_SCALES
+        return LearnedSetup(choice.model, choice.padding, max_context, choice.project,
+                            temperature_scales=scales)
 
     def _skip(self, reason: str, warn: bool = False) -> None:
         """No learned steps in this fit, for ``reason`` (logged, and ``learned_skipped_``;
@@ -336,3 +343,4 @@ class TransformerKMeans(BaseTransformerKMeans):
         self.learned_used_ = result.learned_used
         self.learned_skipped_ = self._skip_reason or result.learned_skipped
         self.n_breathing_cycles_ = result.n_breathing_cycles
+        self.breathing_improved_ = result.breathing_improved

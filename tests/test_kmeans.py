@@ -91,7 +91,7 @@ def test_never_worse_than_kmeans_with_the_same_starts(global_random_seed, init, 
     ours = est(**params).fit(X)
     km = KMeans(**params).fit(X)
     assert ours.inertia_ <= km.inertia_ * (1 + 1e-9)
-    if ours.selected_run_ == "lloyd":  # KMeans' own run: the same clustering
+    if ours.selected_run_ == "lloyd" and not ours.breathing_improved_:  # KMeans' own run
         np.testing.assert_array_equal(ours.labels_, km.labels_)
         assert ours.n_learned_steps_ == 0 and ours.n_iter_ == ours.n_lloyd_steps_
 

@@ -177,6 +177,8 @@ def test_breathing_is_never_above_the_run_it_starts_from(global_random_seed, lea
     assert moved.inertia_ <= plain.inertia_
     assert moved.n_breathing_cycles_ >= 1 and plain.n_breathing_cycles_ == 0
     assert moved.selected_run_ == plain.selected_run_
+    assert moved.breathing_improved_ == (moved.inertia_ < plain.inertia_)
+    assert not plain.breathing_improved_
 
 
 def test_breathing_finds_the_missing_centre():

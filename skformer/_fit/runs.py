@@ -84,6 +84,7 @@ class _Run:
     kind: str = "lloyd"
     inertia: float | None = None
     n_cycles: int = 0  # breathing cycles made from this run
+    moved: bool = False  # whether these are the global moves' centres
 
 
 @dataclass
@@ -103,6 +104,8 @@ class FitResult:
     overflows, a sparse context too large to make dense), None otherwise."""
     n_breathing_cycles: int = 0
     """Breathing cycles made from the best run (whether or not they improved on it)."""
+    breathing_improved: bool = False
+    """Whether the result is the global moves' (they improved on the best run)."""
 
     @property
     def n_iter(self) -> int:
@@ -238,10 +241,11 @@ class _Fit:
         self.screen: ContextScreen | None = None
         self._x2: float | None = None
 
-    def make_backend(self, k: int) -> Backend:
-        """The fit's kind of Lloyd backend for ``k`` centres."""
+    def make_backend(self, k: int, warm: bool = False) -> Backend:
+        """The fit's kind of Lloyd backend for ``k`` centres (``warm``: for runs that
+        start near a fixed point)."""
         spec = self.spec
-        return (choose_backend(self.source, k, spec.exact) if spec.backend is None
+        return (choose_backend(self.source, k, spec.exact, warm=warm) if spec.backend is None
                 else spec.backend(self.source, k))
 
     @property
@@ -361,12 +365,12 @@ class _Fit:
             return run
         self.scored(run)
         device = run.centers.device
-        backends = {spec.n_clusters: self.backend}
+        backends: dict[int, Backend] = {}
 
         def lloyd(c: np.ndarray) -> tuple[np.ndarray, int]:
             k = c.shape[0]
             if k not in backends:
-                backends[k] = self.make_backend(k)
+                backends[k] = self.make_backend(k, warm=True)
             end = run_lloyd(backends[k], torch.from_numpy(c).to(device), spec.max_iter,
                             self.tol, log=False)
             return end.centers.cpu().numpy(), end.n_iter
@@ -380,7 +384,7 @@ class _Fit:
         # The steps stay the run's (KMeans' n_iter_ counts one run's steps, at most
         # max_iter); the cycles are counted apart.
         moved = self.scored(_Run(torch.from_numpy(found.centers).to(device), run.n_learned,
-                                 run.n_lloyd, run.kind, None, found.n_cycles))
+                                 run.n_lloyd, run.kind, None, found.n_cycles, True))
         logger.info("Breathing: %d cycles, %d Lloyd steps, inertia %.6g from %.6g.",
                     found.n_cycles, found.n_steps, self.to_user(moved.inertia),
                     self.to_user(run.inertia))
@@ -460,7 +464,7 @@ def fit(source: Source, spec: FitSpec) -> FitResult:
             best = run
     best = state.breathe(best)
     return FitResult(best.centers, state.frame, best.n_learned, best.n_lloyd, best.kind,
-                     state.phase is not None, state.skipped, best.n_cycles)
+                     state.phase is not None, state.skipped, best.n_cycles, best.moved)
 
 
 @dataclass

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from .._fit.learned import LearnedSetup, auto_context
+from .._fit.learned import BREATHING_SCALES, TEMPERATURE_SCALES, LearnedSetup, auto_context
 from .._fit.moves import BREATHING_DEPTH
 from .._fit.runs import breathe_problem
 from ..seeding import ProblemStreams, kmeans_plusplus, kmeans_plusplus_draws, random_rows
@@ -175,8 +175,11 @@ def _seed(block: ProblemBlock, init, streams: ProblemStreams) -> torch.Tensor:
     return out
 
 
-def _learned_model(problems: Problems, learned_starts: int, init) -> LearnedSetup | None:
-    """The learned model of the call, or None (with a warning saying why)."""
+def _learned_model(problems: Problems, learned_starts: int, init,
+                   breathing: bool) -> LearnedSetup | None:
+    """The learned model of the call, or None (with a warning saying why); its
+    temperature scales as :class:`~skformer.TransformerKMeans` chooses them (fewer where
+    global moves follow)."""
     ks = np.unique(problems.ks)
     if len(ks) > 1:
         raise ValueError(f"learned_starts={learned_starts} needs one n_clusters for every "
@@ -190,7 +193,8 @@ def _learned_model(problems: Problems, learned_starts: int, init) -> LearnedSetu
                       stacklevel=3)
         return None
     return LearnedSetup(choice.model, choice.padding,
-                        auto_context(int(ks[0]), choice.model.layer.embed_dim), choice.project)
+                        auto_context(int(ks[0]), choice.model.layer.embed_dim), choice.project,
+                        temperature_scales=BREATHING_SCALES if breathing else TEMPERATURE_SCALES)
 
 
 def _lloyd_runs(block: ProblemBlock, problem: torch.Tensor, starts: torch.Tensor,
@@ -364,7 +368,8 @@ def batch_k_means(
              else int(breathing_depth))
     problems = as_problems(X, n_clusters, lengths=lengths, sample_weight=sample_weight,
                            device=device)
-    setup = _learned_model(problems, learned_starts, init) if learned_starts else None
+    setup = (_learned_model(problems, learned_starts, init, depth > 0) if learned_starts
+             else None)
     explicit = None if isinstance(init, str) else _explicit_init(init, problems)
     if explicit is not None:
         n_init = warn_explicit_init(n_init)

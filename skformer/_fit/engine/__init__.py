@@ -23,21 +23,25 @@ __all__ = ["Backend", "LloydRun", "LloydStats", "choose_backend", "contingency",
            "lloyd_loop", "run_lloyd", "same_partition"]
 
 
-def choose_backend(source: Source, k: int, model: ExactLloydModel | None = None) -> Backend:
+def choose_backend(source: Source, k: int, model: ExactLloydModel | None = None, *,
+                   warm: bool = False) -> Backend:
     """The backend of a fit of ``k`` clusters on ``source``: sparse rows take the sparse
     backend; dense rows on the CPU the compiled one where numba is; on another device,
     or without numba, the torch one. ``model`` with ``path="dense"``: its literal layer
     steps (the other backend scores). Where numba is, every backend ends its steps with
-    the compiled kernel (:meth:`~.base.Backend.end_step`)."""
+    the compiled kernel (:meth:`~.base.Backend.end_step`). ``warm``: the runs start near
+    a fixed point (the global moves'), so the compiled backend keeps row bounds from
+    their second step whatever ``k`` (:data:`~.compiled.WARM_GRID`)."""
     compiled = kernels.load()
     if source.sparse:
         from .sparse import SparseBackend
 
         backend: Backend = SparseBackend(source, k)
     elif source.device.type == "cpu" and compiled is not None:
-        from .compiled import CompiledBackend
+        from .compiled import WARM_GRID, CompiledBackend
 
-        backend = CompiledBackend(source, k)
+        backend = CompiledBackend(source, k, grid=WARM_GRID) if warm else CompiledBackend(
+            source, k)
     else:
         from .torch import TorchBackend
 

@@ -40,8 +40,9 @@ from ..kernels.step import NO_WEIGHTS
 from ..sources import Block, Source, merge_tree, sum_parts
 from .base import Backend, CentreCosts, LloydStats, Stepper, contingency, dense_norms
 
-__all__ = ["BOUNDS_AFTER", "BOUNDS_PRODUCTS", "BOUNDS_STOP", "CHUNK", "CompiledBackend",
-           "Grid", "GridStep", "cpu_score", "grid_costs", "grid_edges", "grid_sums"]
+__all__ = ["BOUNDS_AFTER", "BOUNDS_PRODUCTS", "BOUNDS_STOP", "CHUNK", "WARM_GRID",
+           "CompiledBackend", "Grid", "GridStep", "cpu_score", "grid_costs", "grid_edges",
+           "grid_sums"]
 
 # Distances (rows x centres) per chunk: a chunk is the unit of work of a thread, large
 # enough that handing it over costs little beside its arithmetic, small enough that the
@@ -74,6 +75,12 @@ class Grid:
     """Most bytes of per-chunk sums one task holds."""
     resident: bool = True
     """Step data held in memory all at once (False: block by block, as a memmap)."""
+
+
+WARM_GRID = Grid(bounds_after=1, bounds_products=0)
+"""The grid of runs that start near a fixed point (the global moves'): after a first
+step most rows keep their centre, so bounds pay from the second step on, even where a
+row's products are few."""
 
 
 def augmented(c: np.ndarray, dtype, out: np.ndarray | None = None) -> np.ndarray:
