@@ -127,6 +127,9 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("fast", "skformer", f"{_TK} (fast mode)", "skformer", _ours()),
     Method("breathing", "skformer", f"{_TK} (breathing, Lloyd only)", "skformer",
            _ours(learned_starts=0, breathing_depth=5)),
+    # Breathing deeper, in about the learned mode's time: what Lloyd alone buys with it.
+    Method("breathing-10", "skformer", f"{_TK} (breathing depth 10, Lloyd only)",
+           "skformer", _ours(learned_starts=0, breathing_depth=10)),
     Method("learned-only", "skformer", f"{_TK} (learned steps only)", "skformer",
            _ours(learned_starts=1, breathing_depth=0)),
     Method("learned", "skformer", f"{_TK} (learned_starts=1)", "skformer",
