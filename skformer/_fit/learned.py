@@ -61,7 +61,8 @@ TEMPERATURE_SCALES = (1.0, 2.0, 4.0)
 # steps are made at these scales only: the moves repair what the schedule's own
 # temperatures are kept for (separated mixtures, embeddings: docs, "The learned mode at
 # users' shapes"), and from a sharper run's end they reached the same inertia as from
-# the three scales' best, in a fifth less time (docs: "Global moves").
+# the three scales' best, in 0.8-0.9 of the time (docs: "The best clustering per
+# CPU-second").
 BREATHING_SCALES = (2.0, 4.0)
 # A later scale is kept only when its objective is lower by more than this relative
 # amount: two scales that reach the same partition differ by rounding alone, and the
