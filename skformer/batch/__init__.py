@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
+from .._fit.blas import one_blas_thread
 from .._fit.learned import LearnedSetup, auto_context
 from ..seeding import ProblemStreams, kmeans_plusplus, kmeans_plusplus_draws, random_rows
 from ..store.selection import choose_model
@@ -180,6 +181,7 @@ def _with_learned_runs(block: ProblemBlock, state: RunState, starts: torch.Tenso
     return pick_best(candidates)
 
 
+@one_blas_thread()
 def batch_k_means(
     X,
     n_clusters,
