@@ -19,6 +19,14 @@ _DESELECTED = pytest.StashKey[Counter]()
 
 def pytest_configure(config):
     config.stash[_DESELECTED] = Counter()
+    # The compiled kernels stay in the user's own folder (set before numba is imported,
+    # which reads it then): keyed by their sources, numba and Python
+    # (skformer/_fit/kernels/cache.py), they are the very kernels a user's fit compiles,
+    # and a folder of the run would cost every run seconds of compiling.
+    if not os.environ.get("NUMBA_CACHE_DIR"):
+        from skformer._fit.kernels.cache import user_folder
+
+        os.environ["NUMBA_CACHE_DIR"] = str(user_folder())
 
 
 def pytest_report_header(config):
@@ -75,8 +83,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 # The variables that choose where skformer's model cache is (``SKFORMER_CACHE_DIR``, else
 # ``$XDG_CACHE_HOME/skformer``: skformer/store/locations.py) and, through
-# ``XDG_CACHE_HOME``, where other tools' user caches are (numba's where it cannot write
-# beside the package, matplotlib's font list).
+# ``XDG_CACHE_HOME``, where other tools' user caches are (matplotlib's font list).
 CACHE_VARIABLES = ("SKFORMER_CACHE_DIR", "XDG_CACHE_HOME")
 
 
@@ -92,11 +99,7 @@ def session_caches(tmp_path_factory):
     pretrains afresh (the shipped models are found first, in the package).
 
     numba's compiled kernels (``skformer/_fit/kernels/``, cached on disk) are not moved:
-    numba keeps them beside the source, in ``skformer/_fit/__pycache__`` (the checkout or
-    the installed package, like Python's ``.pyc`` files), keyed by the source and the
-    signature, so they are the very kernels a user's first fit compiles; a fresh folder
-    would cost every run about 8 s of compiling. Where that folder cannot be written,
-    numba falls back on ``$XDG_CACHE_HOME/numba``, which is in this run's folder too.
+    :func:`pytest_configure` points ``NUMBA_CACHE_DIR`` at the user's own kernel folder.
 
     Returns the folder and ``saved``: each variable's value before the session (None where
     unset), from which a test can find the user's own cache.

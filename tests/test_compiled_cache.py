@@ -1,18 +1,21 @@
-"""The compiled kernels' cache on disk (``skformer/_fit/kernels/cache.py``) never breaks a
-fit: a damaged entry is compiled again and rewritten, a full folder or one that cannot be
-written costs a compile per process, each with one warning naming the folder.
+"""The compiled kernels' cache on disk (``skformer/_fit/kernels/cache.py``) is kept in one
+folder of the user's cache, never in the package (issue 41: numba's ``__pycache__`` in
+``site-packages`` outlived ``pip uninstall`` and shadowed a later editable install), keyed
+so that different sources never load each other's kernels, and never breaks a fit: a
+damaged entry is compiled again and rewritten, a full folder or one that cannot be written
+costs a compile per process, each with one warning naming the folder.
 
-The fits run in fresh processes (``sys.executable -c``), each with its cache in a folder
-of the test: the kernels compile there (a few seconds per process), never in the
-checkout's cache. Where the package's folder must be read-only, the child tells numba that
-``__pycache__`` beside the source cannot be written (tests may run as root, for whom no
-folder is read-only). The cache's own mechanics are tested in this process on a one-line
-kernel (a fraction of a second to compile).
+The fits run in fresh processes (``sys.executable -c``) on a copy of the package in a
+folder of the test (an installed package, as ``pip install .`` leaves it), each with its
+cache in a folder of the test: the kernels compile there (a few seconds per process). The
+cache's own mechanics are tested in this process on a one-line kernel (a fraction of a
+second to compile).
 """
 
 import errno
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,16 +29,12 @@ from skformer._fit.kernels import cache as kernel_cache  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# A fit in a fresh process; prints its warnings and the kernels' cache hits, misses and
-# folders as JSON.
+# A fit in a fresh process; prints its warnings, where skformer was imported from and
+# the kernels' cache hits, misses and folders as JSON.
 CHILD = r"""
 import json, os, sys, warnings
 import numpy as np
-if os.environ.get("TEST_READ_ONLY_PACKAGE"):  # __pycache__ beside the source: read-only
-    from numba.core import caching
-    name = "InTreeCacheLocator"
-    locator = getattr(caching, name, None) or getattr(caching, "_" + name)
-    locator.from_function = classmethod(lambda cls, py_func, py_file: None)
+import skformer
 from skformer import TransformerKMeans
 from skformer._fit import kernels as compiled
 X = np.random.default_rng(0).normal(size=(500, 4))
@@ -50,6 +49,7 @@ with warnings.catch_warnings(record=True) as caught:
 kernels = compiled.load().dispatchers()
 print(json.dumps({
     "warnings": [str(w.message) for w in caught],
+    "package": os.path.dirname(skformer.__file__),
     "hits": sum(sum(k.stats.cache_hits.values()) for k in kernels),
     "misses": sum(sum(k.stats.cache_misses.values()) for k in kernels),
     "folders": sorted({str(k.stats.cache_path) for k in kernels if k.signatures}),
@@ -58,56 +58,98 @@ print(json.dumps({
 """
 
 
-def _fit(tmp_path: Path, **env: str) -> dict:
-    """A fit in a fresh process with its caches in ``tmp_path`` (and ``env``)."""
+def _install(site: Path) -> Path:
+    """A copy of the package in the folder ``site`` (as ``pip install .`` leaves it,
+    without compiled files); returns ``site``."""
+    shutil.copytree(ROOT / "skformer", site / "skformer",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    return site
+
+
+def _files(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``folder``: its size and modification time, by path."""
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _fit(tmp_path: Path, site: Path | None = None, **env: str) -> dict:
+    """A fit in a fresh process with its caches in ``tmp_path`` (and ``env``), of the
+    package installed in ``site`` (default: the checkout)."""
     full = {name: value for name, value in os.environ.items()
             if name not in ("NUMBA_CACHE_DIR", "SKFORMER_COMPILED", "NUMBA_DISABLE_JIT")}
     full.update({"SKFORMER_CACHE_DIR": str(tmp_path / "skformer"),
-                 "XDG_CACHE_HOME": str(tmp_path / "xdg"), **env})
-    run = subprocess.run([sys.executable, "-c", CHILD], cwd=ROOT, env=full,
+                 "XDG_CACHE_HOME": str(tmp_path / "xdg"),
+                 "PYTHONPATH": str(site or ROOT), "PYTHONDONTWRITEBYTECODE": "1", **env})
+    run = subprocess.run([sys.executable, "-c", CHILD], cwd=tmp_path, env=full,
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert Path(report["package"]) == (site or ROOT) / "skformer"
+    return report
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """A fit of a read-only install: its kernels compiled and saved in the user's cache
-    folder. Returns the folder of the test and the fit's report."""
+    """A first fit of an installed copy of the package, which compiles its kernels.
+    Returns the folder of the test, the copy's folder, its files before the fit and the
+    fit's report."""
     tmp = tmp_path_factory.mktemp("built")
-    return tmp, _fit(tmp, TEST_READ_ONLY_PACKAGE="1")
+    site = _install(tmp / "site-packages")
+    before = _files(site)
+    return tmp, site, before, _fit(tmp, site)
 
 
-def test_read_only_install_caches_in_the_user_folder(built):
-    tmp, first = built
-    user = tmp / "skformer" / "numba"
+def test_kernels_are_kept_in_the_user_folder_never_in_the_package(built):
+    tmp, site, before, first = built
     assert first["warnings"] == []
     assert first["misses"] > 0 and first["hits"] == 0
-    assert all(Path(f).parent == user for f in first["folders"]), first["folders"]
-    again = _fit(tmp, TEST_READ_ONLY_PACKAGE="1")  # a later process: loaded, not compiled
+    (folder,) = first["folders"]
+    assert Path(folder).parent == tmp / "skformer" / "numba"
+    assert Path(folder).name.startswith("kernels-")
+    # Nothing written in the package: pip would leave it behind on uninstall.
+    assert _files(site) == before
+    assert not list(site.rglob("*.nb[ic]"))
+    again = _fit(tmp, site)  # a later process: loaded, not compiled
     assert again["warnings"] == [] and again["misses"] == 0
     # The kernels called from Python are loaded; the helpers they call were compiled
     # into them (each also has its own entry, never loaded).
     assert 0 < again["hits"] <= first["misses"]
-    assert again["inertia"] == first["inertia"]
+    assert again["folders"] == first["folders"] and again["inertia"] == first["inertia"]
+    assert _files(site) == before
+
+
+def test_installs_share_kernels_only_where_their_sources_are_the_same(built, tmp_path):
+    tmp, _, _, first = built
+    same = _install(tmp_path / "same")  # another install of the same sources
+    report = _fit(tmp, same)
+    assert report["folders"] == first["folders"]
+    assert report["misses"] == 0 and report["hits"] > 0
+    # Another version: one kernel module differs. Its kernels are compiled into a folder
+    # of their own; the first install's are neither loaded nor replaced.
+    other = _install(tmp_path / "other")
+    with open(other / "skformer" / "_fit" / "kernels" / "bounds.py", "a") as f:
+        f.write("\n# another version\n")
+    report = _fit(tmp, other)
+    assert report["folders"] != first["folders"] and report["hits"] == 0
+    assert Path(report["folders"][0]).parent == Path(first["folders"][0]).parent
+    again = _fit(tmp, same)
+    assert again["misses"] == 0 and again["folders"] == first["folders"]
 
 
 def test_damaged_entries_are_compiled_again(built, tmp_path):
-    import shutil
-
-    source, first = built
+    source, site, _, first = built
     shutil.copytree(source / "skformer", tmp_path / "skformer")
     files = sorted((tmp_path / "skformer").rglob("*.nb[ic]"))
     assert files
     for path in files:  # every file cut in half: EOFError / UnpicklingError in plain numba
         data = path.read_bytes()
         path.write_bytes(data[: len(data) // 2])
-    report = _fit(tmp_path, TEST_READ_ONLY_PACKAGE="1")
+    report = _fit(tmp_path, site)
     assert len(report["warnings"]) == 1, report["warnings"]
     (folder,) = report["folders"]
     assert f"cache {folder} held a damaged entry" in report["warnings"][0]
     assert report["misses"] == first["misses"] and report["inertia"] == first["inertia"]
-    again = _fit(tmp_path, TEST_READ_ONLY_PACKAGE="1")  # rewritten: a later process is fine
+    again = _fit(tmp_path, site)  # rewritten: a later process is fine
     assert again["warnings"] == [] and again["misses"] == 0 and again["hits"] > 0
 
 
@@ -130,10 +172,10 @@ def test_full_folder_compiles_in_memory(tmp_path):
 def test_nowhere_to_write_compiles_in_memory(tmp_path):
     blocked = tmp_path / "a-file"
     blocked.write_text("")  # no folder can be made under a file, even by root
-    report = _fit(tmp_path, TEST_READ_ONLY_PACKAGE="1", SKFORMER_CACHE_DIR=str(blocked / "c"))
+    report = _fit(tmp_path, SKFORMER_CACHE_DIR=str(blocked / "c"))
     assert len(report["warnings"]) == 1, report["warnings"]
     message = report["warnings"][0]
-    assert str(blocked / "c" / "numba") in message
+    assert str(blocked / "c" / "numba" / "kernels-") in message
     assert "each process compiles them again" in message
     assert "Set SKFORMER_CACHE_DIR (or numba's NUMBA_CACHE_DIR) to a writable" in message
     assert report["folders"] == ["None"] and report["hits"] == 0 and report["misses"] > 0
@@ -216,27 +258,32 @@ def test_full_folder(cache, monkeypatch):
     assert not list(Path(first.stats.cache_path).glob("*_twice*"))
 
 
-def test_plain_numba_files_are_stale_not_damaged(cache, recwarn):
-    # Files of plain numba's format (an older skformer, the same folder) are another
-    # version's, for either: each compiles and rewrites, silently.
-    plain = numba.njit(cache=True)(_twice)
-    assert plain(1.5) == 3.0
-    ours = cache()
-    assert ours(1.5) == 3.0 and _counts(ours) == (0, 1)
-    plain_again = numba.njit(cache=True)(_twice)
-    assert plain_again(1.5) == 3.0
-    assert len(recwarn) == 0
+def test_the_folder_is_numbas_cache_dir_else_the_users(monkeypatch, tmp_path):
+    monkeypatch.setattr(numba.config, "CACHE_DIR", "")
+    monkeypatch.setenv("SKFORMER_CACHE_DIR", str(tmp_path / "user"))
+    folder = kernel_cache.kernel_folder()
+    assert folder.parent == tmp_path / "user" / "numba"
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path / "numba"))
+    assert kernel_cache.kernel_folder() == tmp_path / "numba" / folder.name
 
 
-def test_an_entry_is_stale_once_any_kernel_file_changes(tmp_path):
+def test_the_key_is_the_sources_numba_and_python_not_the_path(monkeypatch, tmp_path):
     # A kernel compiles the helpers it calls from other kernel files into itself: its
     # entry must not outlive a change to any of them (numba's own stamp covers one file).
-    caller, helper = tmp_path / "step.py", tmp_path / "bounds.py"
-    caller.write_text("def f():\n    return 1\n")
-    helper.write_text("x = 1\n")
-    namespace: dict = {}
-    exec(compile(caller.read_text(), str(caller), "exec"), namespace)
-    before = kernel_cache._folder_stamp(namespace["f"])
-    assert {name for name, *_ in before} == {"step.py", "bounds.py"}
-    helper.write_text("x = 22\n")
-    assert kernel_cache._folder_stamp(namespace["f"]) != before
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder in (a, b):
+        folder.mkdir()
+        (folder / "step.py").write_text("def f():\n    return 1\n")
+        (folder / "bounds.py").write_text("x = 1\n")
+    key = kernel_cache._sources_key(a)
+    assert kernel_cache._sources_key(b) == key  # same sources elsewhere: shared
+    (b / "bounds.py").write_text("x = 22\n")
+    assert kernel_cache._sources_key(b) != key
+    (b / "bounds.py").write_text("x = 1\n")
+    (b / "other.py").write_text("")
+    assert kernel_cache._sources_key(b) != key  # a module added
+    monkeypatch.setattr(numba, "__version__", "0.0.1")
+    assert kernel_cache._sources_key(a) != key
+    monkeypatch.undo()
+    monkeypatch.setattr(sys.implementation, "cache_tag", "other-99")
+    assert kernel_cache._sources_key(a) != key

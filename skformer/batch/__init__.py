@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
+from .._fit.blas import one_blas_thread
 from .._fit.learned import BREATHING_SCALES, TEMPERATURE_SCALES, LearnedSetup, auto_context
 from .._fit.moves import BREATHING_DEPTH
 from .._fit.runs import breathe_problem
@@ -231,6 +232,7 @@ def _with_learned_runs(block: ProblemBlock, state: RunState, starts: torch.Tenso
     return pick_best(candidates)
 
 
+@one_blas_thread()
 def batch_k_means(
     X,
     n_clusters,

@@ -1,5 +1,5 @@
-"""A process-wide pool of threads for work that releases the GIL (NumPy, SciPy), and
-an in-order map over it."""
+"""A process-wide pool of threads for work that releases the GIL (NumPy, SciPy), an
+in-order map over it, and a block with torch's intra-op threads set."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ import functools
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
-__all__ = ["in_order", "ordered_map", "pool"]
+import torch
+
+__all__ = ["in_order", "ordered_map", "pool", "torch_threads"]
 
 _PREFIX = "skformer"
 
@@ -59,3 +62,32 @@ def ordered_map(func, items, threads: int):
     if threads <= 1 or threading.current_thread().name.startswith(_PREFIX):
         return map(func, items)
     return in_order(pool(threads), func, items, threads)
+
+
+@contextmanager
+def torch_threads(threads: int):
+    """Within this block torch's intra-op threads are ``threads``; the count from before
+    comes back on exit, whatever happens inside. Nested blocks each restore their own.
+
+    Torch's count belongs to the calling thread (torch's OpenMP and MKL settings are per
+    thread; a thread that starts while the block runs takes the block's count on its
+    first parallel operation), so a block changes no other thread's work.
+
+    Examples
+    --------
+    >>> before = torch.get_num_threads()
+    >>> with torch_threads(1):
+    ...     torch.get_num_threads()
+    1
+    >>> torch.get_num_threads() == before
+    True
+    """
+    before = torch.get_num_threads()
+    if threads == before:
+        yield
+        return
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -1,22 +1,26 @@
 """The on-disk cache of the compiled kernels (this package): numba's own, made so that
-it never breaks a fit.
+it never breaks a fit and never writes into the package.
 
 numba keeps a compiled function in an index file (``.nbi``) and one data file per
-signature (``.nbc``), in the first of these folders that can be written:
+signature (``.nbc``). Plain numba (``cache=True``) writes them in ``__pycache__`` beside
+the source, which for an installed package is inside ``site-packages``: pip neither
+removes them on ``pip uninstall`` nor on a reinstall, and the folder left behind shadows
+a later editable install (``import skformer`` finds an empty namespace package). Here the
+kernels are kept in one place only, :func:`kernel_folder`:
 
-1. ``$NUMBA_CACHE_DIR`` (numba's own setting), where it is set;
-2. ``__pycache__`` beside the source (the checkout, or the installed package);
-3. skformer's user cache (a read-only install): ``$SKFORMER_CACHE_DIR/numba``, else
-   ``$XDG_CACHE_HOME/skformer/numba``, else ``~/.cache/skformer/numba``
-   (:func:`user_folder`),
+- ``$NUMBA_CACHE_DIR`` (numba's own setting) where it is set, else skformer's user
+  cache ``$SKFORMER_CACHE_DIR/numba``, else ``$XDG_CACHE_HOME/skformer/numba``, else
+  ``~/.cache/skformer/numba`` (:func:`user_folder`);
+- in a subfolder ``kernels-<key>`` whose key hashes the contents of every module of this
+  folder, numba's version and Python's: two installs, versions or checkouts of skformer
+  share their kernels only where those are the same, and never load each other's
+  otherwise. A kernel compiles the helpers it calls from the other modules into itself,
+  so its entry must change with any of them (numba's own stamp covers one file).
 
-each in a subfolder per source folder (``kernels_<sha1>``) in 1 and 3. An entry is
-valid for the kernel files as they were when it was written: the stamp it is checked
-against covers every module of this folder, since a kernel compiles the helpers it calls
-from the other modules into itself (numba's own stamp covers one file). Plain numba makes a
-fit raise where an entry is damaged (``EOFError``, ``UnpicklingError``) or the folder is
-full (``OSError``: ``ENOSPC``, ``EFBIG`` past a file-size limit), and compiles in every
-process, silently, where no folder can be written. Here (:func:`jit`):
+Plain numba makes a fit raise where an entry is damaged (``EOFError``,
+``UnpicklingError``) or the folder is full (``OSError``: ``ENOSPC``, ``EFBIG`` past a
+file-size limit), and compiles in every process, silently, where no folder can be
+written. Here (:func:`jit`):
 
 - each file's payload is stored behind its SHA-256, and each data file with its key: a
   damaged or mismatched entry reads as damaged, never as other code. A damaged entry is
@@ -24,11 +28,11 @@ process, silently, where no folder can be written. Here (:func:`jit`):
   damaged);
 - a kernel that cannot be saved is kept in memory for the process (no more saves are
   tried there in that process);
-- where no folder can be written, the kernels are compiled in memory;
+- where the folder cannot be written, the kernels are compiled in memory;
 
 each with one warning per process that names the folder and what to do. The files are
-not numba's plain format (a different version tag heads the index): plain numba reads
-them as another version's, and the other way round, and each rewrites what it needs.
+not numba's plain format (a different version tag heads the index): plain numba would
+read them as another version's, and the other way round.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["helper", "jit", "kernel", "user_folder"]
+__all__ = ["helper", "jit", "kernel", "kernel_folder", "user_folder"]
 
 logger = logging.getLogger("skformer")
 
@@ -63,7 +67,7 @@ class DamagedEntry(ValueError):
 
 
 def user_folder() -> Path:
-    """The folder of the compiled kernels where the package's own cannot be written:
+    """The folder of the compiled kernels unless numba's ``NUMBA_CACHE_DIR`` is set:
     ``numba`` in skformer's user cache (``$SKFORMER_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/skformer``, else ``~/.cache/skformer``).
 
@@ -75,6 +79,49 @@ def user_folder() -> Path:
     from ...store.locations import cache_dir
 
     return cache_dir() / "numba"
+
+
+def kernel_folder(source: Path | None = None) -> Path:
+    """The one folder where the kernels of the source folder ``source`` (this package's
+    folder by default) are kept: ``kernels-<key>`` in numba's ``NUMBA_CACHE_DIR`` where
+    it is set, else in :func:`user_folder`. The key hashes the contents of the folder's
+    modules, numba's version and Python's (:func:`_sources_key`).
+
+    Examples
+    --------
+    >>> kernel_folder().name.startswith("kernels-")
+    True
+    """
+    import numba
+
+    source = Path(__file__).parent if source is None else Path(source)
+    root = Path(numba.config.CACHE_DIR) if numba.config.CACHE_DIR else user_folder()
+    return root / f"kernels-{_sources_key(source)[:16]}"
+
+
+def _sources_key(source: Path) -> str:
+    """A SHA-256 (hex) of the names and contents of the modules in the folder
+    ``source``, of numba's version, Python's and this cache's format: what the compiled
+    kernels depend on (the CPU is in numba's key of each entry)."""
+    import numba
+
+    stats = tuple((path.name, path.stat().st_mtime_ns, path.stat().st_size)
+                  for path in sorted(Path(source).glob("*.py")))
+    versions = (_FORMAT, numba.__version__, sys.implementation.cache_tag, sys.version)
+    return _hashed_sources(str(source), stats, versions)
+
+
+@functools.cache
+def _hashed_sources(source: str, stats: tuple, versions: tuple) -> str:
+    # The modification times in ``stats`` are part of the memo's key only: a module
+    # changed while the process runs is hashed again.
+    digest = hashlib.sha256()
+    for part in versions:
+        digest.update(part.encode() + b"\0")
+    for name, *_ in stats:
+        digest.update(name.encode() + b"\0")
+        digest.update(hashlib.sha256((Path(source) / name).read_bytes()).digest())
+    return digest.hexdigest()
 
 
 def _warn_once(kind: str, message: str) -> None:
@@ -113,16 +160,16 @@ def _cache_class() -> type:
 
     user_wide = named("UserWideCacheLocator")
 
-    class UserFolderLocator(user_wide):
-        """skformer's user cache folder (:func:`user_folder`)."""
+    class KeyedLocator(user_wide):
+        """The kernels' one folder (:func:`kernel_folder`); never ``__pycache__`` beside
+        the source, where a package's files outlive pip."""
 
         def __init__(self, py_func, py_file):
             super().__init__(py_func, py_file)
-            self._cache_path = str(user_folder() / self.get_suitable_cache_subpath(py_file))
+            self._cache_path = str(kernel_folder(Path(py_file).parent))
 
     class Impl(caching.CompileResultCacheImpl):
-        _locator_classes = [named("UserProvidedCacheLocator"),
-                            named("InTreeCacheLocator"), UserFolderLocator]
+        _locator_classes = [KeyedLocator]
 
     class CheckedFile(caching.IndexDataCacheFile):
         """numba's index and data files, each payload behind its SHA-256, each data file
@@ -211,15 +258,11 @@ def _cache_class() -> type:
     return KeptCache
 
 
-def _folder_stamp(func: Callable) -> tuple:
-    """The modification time and size of every module beside ``func``'s: a change to any
-    kernel file makes every entry stale."""
-    folder = Path(func.__code__.co_filename).parent
-    stamps = []
-    for path in sorted(folder.glob("*.py")):
-        st = path.stat()
-        stamps.append((path.name, st.st_mtime, st.st_size))
-    return tuple(stamps)
+def _folder_stamp(func: Callable) -> str:
+    """The key of the modules beside ``func``'s (:func:`_sources_key`), checked against
+    each index: an entry found in the folder of other sources (a copied folder) reads
+    as stale."""
+    return _sources_key(Path(func.__code__.co_filename).parent)
 
 
 def jit(numba, **options) -> Callable:
@@ -228,7 +271,7 @@ def jit(numba, **options) -> Callable:
     try:
         cache_class = _cache_class()
     except (ImportError, AttributeError) as exc:  # numba's internals changed: its cache
-        logger.debug("skformer's kernel cache is not available (%s): numba's is used", exc)
+        logger.debug("skformer's kernel cache is not available (%s): compiled in memory", exc)
         return functools.partial(_plain, numba, options)
 
     def compiled(func: Callable) -> Callable:
@@ -237,16 +280,14 @@ def jit(numba, **options) -> Callable:
             cache = cache_class(func)
         except Exception as exc:  # noqa: BLE001 - RuntimeError: no writable folder
             logger.debug("no kernel cache for %s: %s", func.__name__, exc)
-            tried = [numba.config.CACHE_DIR,
-                     str(Path(func.__code__.co_filename).parent / "__pycache__"),
-                     str(user_folder())]
+            folder = kernel_folder(Path(func.__code__.co_filename).parent)
             _warn_once("nowhere", (
-                "No folder for skformer's compiled kernels can be written (tried "
-                f"{', '.join(t for t in tried if t)}): each process compiles them "
-                f"again on its first fit (a few seconds). {_ADVICE}"))
+                f"The folder of skformer's compiled kernels, {folder}, cannot be "
+                "written: each process compiles them again on its first fit (a few "
+                f"seconds). {_ADVICE}"))
             return dispatcher
-        if not hasattr(dispatcher, "_cache"):  # numba's internals changed
-            return _plain(numba, options, func)
+        if not hasattr(dispatcher, "_cache"):  # numba's internals changed: in memory
+            return dispatcher
         dispatcher._cache = cache
         logger.debug("compiled kernel %s cached in %s", func.__name__, cache.cache_path)
         return dispatcher
@@ -255,11 +296,9 @@ def jit(numba, **options) -> Callable:
 
 
 def _plain(numba, options: dict, func: Callable) -> Callable:
-    """numba's own cache, where skformer's cannot be set up."""
-    try:
-        return numba.njit(cache=True, **options)(func)
-    except RuntimeError:  # nowhere to cache: compile in each process
-        return numba.njit(**options)(func)
+    """Compiled in memory, where skformer's cache cannot be set up: numba's own
+    (``cache=True``) would write into the installed package."""
+    return numba.njit(**options)(func)
 
 
 @functools.cache
