@@ -49,8 +49,7 @@ class TransformerKMeans(BaseTransformerKMeans):
     then usually move it, see :doc:`/reliability`). On Fritzke's benchmark and on
     pixels, digits, blobs, mixtures and embeddings the learned mode ends at or below
     Breathing K-Means' inertia (within 0.05 %) on 19 of 21 data sets, in a median 0.82
-    of its time
-    (:doc:`/benchmarks`, "The best clustering per CPU-second").
+    of its time (:doc:`/benchmarks`, "The best clustering per CPU-second").
 
     The learned model serves every shape ``(n_features, n_clusters)`` without training
     at fit time. Where a model trained for the shape is shipped (or cached) and expected
