@@ -169,7 +169,9 @@ def _run_demo(args: argparse.Namespace) -> int:
     print(_format_table(rows))
     print()
     print("TransformerKMeans' default (fast) mode is KMeans' run by the exact transformer; "
-          "learned_starts=1 adds a learned run from the same start and keeps the better.")
+          "learned_starts=1 adds a learned run from the same start, keeps the better, and "
+          "moves centres from where there are too many to where one is missing "
+          "(breathing k-means) while that lowers the inertia.")
     if not learned.learned_used_:
         print(f"The learned run was skipped: {learned.learned_skipped_}. The Lloyd run: "
               f"{learned.n_lloyd_steps_} exact Lloyd steps.")
@@ -179,6 +181,10 @@ def _run_demo(args: argparse.Namespace) -> int:
     else:
         print("The learned run did not end below the Lloyd run from this start: the Lloyd "
               f"run was kept ({learned.n_lloyd_steps_} exact Lloyd steps).")
+    if learned.n_breathing_cycles_:
+        print(f"Global moves: {learned.n_breathing_cycles_} breathing cycles, "
+              + ("which lowered the inertia further." if learned.breathing_improved_
+                 else "none of which lowered the inertia."))
     if learned.selected_run_ != "learned" and args.dataset != "blobs":
         print("Where Lloyd's algorithm already finds a good optimum the learned run rarely "
               "changes the result; it acts most on data with many overlapping clusters "

@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -43,6 +44,7 @@ def test_demo_on_overlapping_blobs_keeps_the_learned_run(capsys):
     assert "n_samples=2000 n_features=8 n_clusters=10" in out
     assert "The learned run was kept" in out
     assert "lower objective than KMeans" in out
+    assert re.search(r"Global moves: \d+ breathing cycles, (which|none of which) lowered", out)
 
 
 def test_demo_says_when_the_learned_run_cannot_help(capsys):
