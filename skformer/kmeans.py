@@ -29,16 +29,16 @@ class TransformerKMeans(BaseTransformerKMeans):
     transformer of :class:`ExactLloydTransformer`, to the same fixed point.
 
     With ``learned_starts >= 1`` (the learned mode, the one for the best clustering)
-    every initialisation also gets a *learned run*. Each learned step is one forward pass of a pretrained
-    one-layer transformer with soft distance attention (paper eq. 4): point tokens
+    every initialisation also gets a *learned run*. Each learned step is one forward
+    pass of a pretrained one-layer transformer with soft distance attention (paper eq. 4): point tokens
     ``[x_i ; 0]`` and centre tokens ``[c_j ; code(j)]`` go in, better centres come out.
     The tokens are rebuilt from the data and the current centres at every step
     (re-embedding), and the model anneals: its attention temperatures follow a learned
     schedule over the steps, soft first (centres leave poor configurations that Lloyd's
     algorithm gets stuck in), then sharp; the steps are made at 2 and 4 times the
     schedule's inverse temperatures (1, 2 and 4 without global moves) and the centres of
-    least objective on the context are kept (data differ in how soft a step they bear). Exact Lloyd steps then run to
-    a fixed point, so the result is a local optimum of k-means, as KMeans returns. Of
+    least objective on the context are kept (data differ in how soft a step they bear).
+    Exact Lloyd steps then run to a fixed point, so the result is a local optimum of k-means, as KMeans returns. Of
     the Lloyd run and the learned run the one of lower inertia is kept, and global moves
     (breathing k-means, ``breathing_depth``) start from the best: they take centres
     from where there are too many to where one is missing, which no local step can do,
