@@ -30,26 +30,26 @@ class TransformerKMeans(BaseTransformerKMeans):
 
     With ``learned_starts >= 1`` (the learned mode, the one for the best clustering)
     every initialisation also gets a *learned run*. Each learned step is one forward
-    pass of a pretrained one-layer transformer with soft distance attention (paper eq. 4): point tokens
-    ``[x_i ; 0]`` and centre tokens ``[c_j ; code(j)]`` go in, better centres come out.
-    The tokens are rebuilt from the data and the current centres at every step
-    (re-embedding), and the model anneals: its attention temperatures follow a learned
-    schedule over the steps, soft first (centres leave poor configurations that Lloyd's
-    algorithm gets stuck in), then sharp; the steps are made at 2 and 4 times the
-    schedule's inverse temperatures (1, 2 and 4 without global moves) and the centres of
-    least objective on the context are kept (data differ in how soft a step they bear).
-    Exact Lloyd steps then run to a fixed point, so the result is a local optimum of k-means, as KMeans returns. Of
-    the Lloyd run and the learned run the one of lower inertia is kept, and global moves
-    (breathing k-means, ``breathing_depth``) start from the best: they take centres
-    from where there are too many to where one is missing, which no local step can do,
-    and their result is kept only where its inertia is lower. So with the same
-    ``init``, ``n_init`` and ``random_state``, the inertia is never above the fast
-    mode's, which is KMeans' except where a cluster is left without points (KMeans
-    moves its centre to a far point, the exact Lloyd steps keep it; the global moves
-    then usually move it, see :doc:`/reliability`). On Fritzke's benchmark and on
-    pixels, digits, blobs, mixtures and embeddings the learned mode ends at or below
-    Breathing K-Means' inertia (within 0.05 %) on 19 of 21 data sets, in a median 0.82
-    of its time (:doc:`/benchmarks`, "The best clustering per CPU-second").
+    pass of a pretrained one-layer transformer with soft distance attention (paper
+    eq. 4): point tokens ``[x_i ; 0]`` and centre tokens ``[c_j ; code(j)]`` go in, better
+    centres come out. The tokens are rebuilt from the data and the current centres at
+    every step (re-embedding), and the model anneals: its attention temperatures follow
+    a learned schedule over the steps, soft first (centres leave poor configurations
+    that Lloyd's algorithm gets stuck in), then sharp; the steps are made at 2 and 4
+    times the schedule's inverse temperatures (1, 2 and 4 without global moves) and the
+    centres of least objective on the context are kept (data differ in how soft a step
+    they bear). Exact Lloyd steps then run to a fixed point, so the result is a local
+    optimum of k-means, as KMeans returns. Of the Lloyd run and the learned run the one
+    of lower inertia is kept, and global moves (breathing k-means, ``breathing_depth``)
+    start from the best: they take centres from where there are too many to where one is
+    missing, which no local step can do, and their result is kept only where its inertia
+    is lower. So with the same ``init``, ``n_init`` and ``random_state``, the inertia is
+    never above the fast mode's, which is KMeans' except where a cluster is left without
+    points (KMeans moves its centre to a far point, the exact Lloyd steps keep it; the
+    global moves then usually move it, see :doc:`/reliability`). On Fritzke's benchmark
+    and on pixels, digits, blobs, mixtures and embeddings the learned mode ends at or
+    below Breathing K-Means' inertia (within 0.05 %) on 19 of 21 data sets, in a median
+    0.82 of its time (:doc:`/benchmarks`, "The best clustering per CPU-second").
 
     The learned model serves every shape ``(n_features, n_clusters)`` without training
     at fit time. Where a model trained for the shape is shipped (or cached) and expected
