@@ -371,20 +371,18 @@ class BaseTransformerKMeans(
 
 
 def _why_fewer(source, n_clusters: int) -> str:
-    """The cause of fewer distinct clusters than ``n_clusters``, as far as one look at
-    in-memory rows tells it: KMeans' words where X holds fewer distinct rows than
-    clusters; else a cluster left without points, whose centre the exact Lloyd steps
-    keep where KMeans moves it to a far point."""
+    """The cause of fewer distinct clusters than ``n_clusters``, as far as the source
+    tells it (:meth:`~skformer._fit.sources.Source.distinct_rows`): KMeans' words where X
+    holds fewer distinct rows than clusters; else a cluster left without points, whose
+    centre the exact Lloyd steps keep where KMeans moves it to a far point."""
     emptied = ("A cluster was left without points: the exact Lloyd steps keep its "
                "centre where KMeans moves it to a far point (learned_starts=1, or "
                "breathing_depth >= 1, moves it to where a centre is missing).")
-    X = getattr(source, "X", None)
-    # (sorting the rows is a pass worth making on the warning's path up to this size)
-    if isinstance(X, np.ndarray) and not isinstance(X, np.memmap) and X.shape[0] <= 10**6:
-        if np.unique(X, axis=0).shape[0] < n_clusters:
-            return "Possibly due to duplicate points in X."
-        return emptied
-    return f"Possibly due to duplicate points in X. Otherwise: {emptied[0].lower()}{emptied[1:]}"
+    distinct = source.distinct_rows(n_clusters)
+    if distinct is None:
+        return ("Possibly due to duplicate points in X. Otherwise: "
+                f"{emptied[0].lower()}{emptied[1:]}")
+    return emptied if distinct else "Possibly due to duplicate points in X."
 
 
 def _canonical(X):

@@ -319,6 +319,10 @@ def column_mean(X: np.ndarray) -> np.ndarray:
     return mean
 
 
+# The most rows :meth:`ArraySource.distinct_rows` sorts.
+_DISTINCT_ROWS = 10**6
+
+
 class Source(ABC):
     """Row blocks of a data set, and the fit frame they are handed out in."""
 
@@ -365,6 +369,12 @@ class Source(ABC):
         """All the rows of a pass as one block, when they are held in memory (a step may
         then run on them directly, block by block of :attr:`block_rows` rows, in one
         call); None otherwise."""
+        return None
+
+    def distinct_rows(self, at_least: int) -> bool | None:
+        """Whether the data hold at least ``at_least`` distinct rows, where one cheap look
+        tells (None: not known; a source that is not an in-memory array does not sort
+        its rows for it)."""
         return None
 
     @abstractmethod
@@ -460,6 +470,12 @@ class ArraySource(Source):
         if self._fitted is None:
             return None
         return _block(self._fitted, self._w, self.device)
+
+    def distinct_rows(self, at_least: int) -> bool | None:
+        # Sorting the rows is a pass worth making (on a warning's path) up to this size.
+        if not self.cache or self.n_samples > _DISTINCT_ROWS:
+            return None
+        return bool(np.unique(self.X, axis=0).shape[0] >= at_least)
 
     def final(self, centers):
         labels, inertia = labels_inertia(self.X, centers, self.w)
