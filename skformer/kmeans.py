@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import BaseTransformerKMeans
 from ._fit import FitResult, LearnedSetup, auto_context
-from ._fit.learned import BREATHING_SCALES, TEMPERATURE_SCALES
+from ._fit.learned import BREATHING_GAIN, BREATHING_SCALES, TEMPERATURE_SCALES
 from ._fit.moves import BREATHING_DEPTH
 from .store.selection import choose_model
 
@@ -312,9 +312,11 @@ class TransformerKMeans(BaseTransformerKMeans):
                     f", in {choice.project} principal directions")
         if max_context == "auto":
             max_context = auto_context(self.n_clusters, choice.model.layer.embed_dim)
-        scales = BREATHING_SCALES if self._breathing_depth() else TEMPERATURE_SCALES
+        breathing = bool(self._breathing_depth())
         return LearnedSetup(choice.model, choice.padding, max_context, choice.project,
-                            temperature_scales=scales)
+                            temperature_scales=BREATHING_SCALES if breathing
+                            else TEMPERATURE_SCALES,
+                            least_gain=BREATHING_GAIN if breathing else 0.0)
 
     def _skip(self, reason: str, warn: bool = False) -> None:
         """No learned steps in this fit, for ``reason`` (logged, and ``learned_skipped_``;

@@ -144,3 +144,11 @@ def test_the_scales_must_be_finite_and_positive(scales):
 
     with pytest.raises(ValueError, match="temperature_scales must be finite numbers > 0"):
         LearnedSetup(LearnedKMeansModel(2, 3), temperature_scales=scales)
+
+
+@pytest.mark.parametrize("gain", [-0.1, 1.0, float("nan")])
+def test_the_least_gain_is_a_share(gain):
+    from skformer.nn import LearnedKMeansModel
+
+    with pytest.raises(ValueError, match="least_gain must be in"):
+        LearnedSetup(LearnedKMeansModel(2, 3), least_gain=gain)

@@ -202,6 +202,34 @@ def test_auto_depth_breathes_in_the_learned_mode_only():
     assert off.n_breathing_cycles_ == 0
 
 
+@pytest.mark.parametrize("caller", ["estimator", "batch"])
+def test_learned_steps_hand_over_sooner_where_moves_follow(monkeypatch, caller):
+    """Before breathing, the learned steps end once they gain less than BREATHING_GAIN in
+    PATIENCE steps (Lloyd's steps finish); without moves, at the fit's tol."""
+    import skformer._fit.learned as fit_learned
+    import skformer.batch._learned as batch_learned
+    from skformer import batch_k_means
+    from skformer._fit.learned import BREATHING_GAIN
+
+    module = fit_learned if caller == "estimator" else batch_learned
+    seen, real = [], module.learned_search
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["rel_tol"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, "learned_search", spy)
+    X, _ = make_blobs(300, 2, centers=6, random_state=0)
+    for depth in ["auto", 0]:
+        if caller == "estimator":
+            TransformerKMeans(6, learned_starts=1, breathing_depth=depth, tol=1e-5,
+                              random_state=0).fit(X)
+        else:
+            batch_k_means([X], 6, learned_starts=1, tol=1e-5, random_state=0,
+                          breathing_depth=5 if depth == "auto" else 0)
+    assert seen == [BREATHING_GAIN, 1e-5]
+
+
 @pytest.mark.parametrize("container", ["memmap", "sparse", "float32"])
 def test_breathing_gives_one_result_in_every_container(tmp_path, container):
     X, _ = make_blobs(700, 3, centers=10, cluster_std=1.2, random_state=3)
