@@ -48,8 +48,9 @@ class TransformerKMeans(BaseTransformerKMeans):
     points (KMeans moves its centre to a far point, the exact Lloyd steps keep it; the
     global moves then usually move it, see :doc:`/reliability`). On Fritzke's benchmark
     and on pixels, digits, blobs, mixtures and embeddings the learned mode ends at or
-    below Breathing K-Means' inertia (within 0.05 %) on 19 of 21 data sets, in a median
-    0.82 of its time (:doc:`/benchmarks`, "The best clustering per CPU-second").
+    below Breathing K-Means' inertia on all but one of the data sets, in less of its
+    time on all but one (the figures, and where it falls short: :doc:`/benchmarks`, "The
+    best clustering per CPU-second").
 
     The learned model serves every shape ``(n_features, n_clusters)`` without training
     at fit time. Where a model trained for the shape is shipped (or cached) and expected
