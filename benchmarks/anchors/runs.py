@@ -5,17 +5,17 @@ See :mod:`benchmarks.anchors` for the protocol.
 
 from __future__ import annotations
 
-import contextlib
 import gc
-import importlib
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from benchmarks.equal_time.runs import fit_order, limit_threads
+from benchmarks import peers
+from benchmarks.equal_time.runs import fit_order
+from benchmarks.peers import FAISS_NITER, FaissKMeans, limit_all_threads
 
 __all__ = [
     "FAISS_NITER",
@@ -34,9 +34,6 @@ __all__ = [
 
 KMEANS_N_INITS = (1, 2, 4, 8, 10, 16, 32)
 """KMeans' curve: ``n_init`` values (10 too, the common choice the README's table shows)."""
-FAISS_NITER = 25
-"""``niter`` of faiss' k-means: faiss' own default (it runs that many steps, no test of
-convergence)."""
 WARMUP_ROWS = 2000
 """The untimed warm-up fits run on a seeded sample of at most
 ``max(WARMUP_ROWS, 20 * k)`` rows: what they pay for (imports, compiled kernels, thread
@@ -62,31 +59,6 @@ class Method:
     """KMeans' ``n_init`` (the curve), else None."""
 
 
-class FaissKMeans:
-    """:class:`faiss.Kmeans` with an estimator's face: ``fit(X)`` trains it on ``X`` in
-    float32 (faiss' dtype) and sets ``cluster_centers_`` (float64).
-
-    ``min_points_per_centroid=1`` only silences faiss' warning on fewer than 39 rows per
-    centre (tiny data); every other parameter is faiss' default but ``niter``, ``nredo``
-    and ``seed``.
-    """
-
-    def __init__(self, n_clusters: int, *, nredo: int = 1, niter: int = FAISS_NITER,
-                 seed: int = 1234):
-        self.n_clusters, self.nredo, self.niter, self.seed = n_clusters, nredo, niter, seed
-
-    def fit(self, X):
-        import faiss
-
-        x = np.ascontiguousarray(X, dtype=np.float32)
-        km = faiss.Kmeans(x.shape[1], self.n_clusters, niter=self.niter, nredo=self.nredo,
-                          seed=self.seed, min_points_per_centroid=1)
-        km.train(x)
-        self.cluster_centers_ = km.centroids.astype(np.float64)
-        self.n_iter_ = self.niter
-        return self
-
-
 def _kmeans(n_init: int):
     def build(k, seed, device):
         from sklearn.cluster import KMeans
@@ -97,15 +69,13 @@ def _kmeans(n_init: int):
 
 def _bkm(n_init: int):
     def build(k, seed, device):
-        from bkmeans import BKMeans
-
-        return BKMeans(n_clusters=k, n_init=n_init, random_state=seed)
+        return peers.bkm(k, seed, n_init)
     return build
 
 
 def _faiss(nredo: int):
     def build(k, seed, device):
-        return FaissKMeans(k, nredo=nredo, seed=seed)
+        return peers.faiss(k, seed, nredo)
     return build
 
 
@@ -167,37 +137,10 @@ def select_methods(names: Sequence[str]) -> list[Method]:
 
 
 def split_available(methods: Sequence[Method]) -> tuple[list[Method], dict[str, str]]:
-    """The methods whose package imports (imported now, so that thread limits set later
-    reach their thread pools), and ``{package: why}`` of those that do not."""
-    ok, missing = [], {}
-    for m in methods:
-        if m.package in missing:
-            continue
-        try:
-            importlib.import_module(m.package)
-        except ImportError as exc:
-            missing[m.package] = str(exc)
-            continue
-        ok.append(m)
-    return ok, missing
-
-
-@contextlib.contextmanager
-def limit_all_threads(threads: int | None) -> Iterator[None]:
-    """:func:`benchmarks.equal_time.runs.limit_threads` (OpenMP and BLAS pools, torch),
-    and faiss' OpenMP threads where faiss is imported; all restored on exit."""
-    import sys
-
-    faiss = sys.modules.get("faiss") if threads is not None else None
-    before = faiss.omp_get_max_threads() if faiss is not None else None
-    with limit_threads(threads):
-        if faiss is not None:
-            faiss.omp_set_num_threads(threads)
-        try:
-            yield
-        finally:
-            if faiss is not None:
-                faiss.omp_set_num_threads(before)
+    """The methods whose package imports (:func:`benchmarks.peers.available`), and
+    ``{package: why}`` of those that do not."""
+    ok, missing = peers.available([m.package for m in methods])
+    return [m for m in methods if m.package in ok], missing
 
 
 @dataclass(frozen=True)
