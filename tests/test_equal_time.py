@@ -224,7 +224,7 @@ def test_cli_writes_json_and_plot(tmp_path, capsys):
     out, png = tmp_path / "et.json", tmp_path / "et.png"
     argv = ["bench", "equal-time", "--datasets", "iris", "blobs-iso", "--n", "300",
             "--d", "4", "--k", "3", "--seeds", "2", "--n-init", "1", "2",
-            "--learned-starts", "0", "1", "--threads", "1", "--out", str(out),
+            "--learned-starts", "0", "1", "--threads", "1", "--no-peers", "--out", str(out),
             "--plot", str(png)]
     threads = torch.get_num_threads()
     assert main(argv) == 0

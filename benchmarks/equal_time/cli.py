@@ -14,8 +14,15 @@ import numpy as np
 
 from benchmarks._records import write_records
 from benchmarks.equal_time.data import DATASETS, DEFAULT, QUICK, datasets
-from benchmarks.equal_time.report import format_curves, format_points, plot_summary, summarise
-from benchmarks.equal_time.runs import FitRecord, limit_threads, load, run_dataset
+from benchmarks.equal_time.report import (
+    format_curves,
+    format_gaps,
+    format_points,
+    plot_summary,
+    summarise,
+)
+from benchmarks.equal_time.runs import FitRecord, Method, load, peer_methods, run_dataset
+from benchmarks.peers import limit_all_threads
 from benchmarks.versus_kmeans.cli import _size
 from benchmarks.versus_kmeans.runs import DEVICES, machine_info
 
@@ -27,7 +34,9 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="skformer bench equal-time", description=__doc__.splitlines()[0]
         + " KMeans' median inertia and time over n_init (k-means++), TransformerKMeans' "
-        "points over learned_starts, medians over seeds, all fits alternating in one process.")
+        "points over learned_starts and the peers' (Breathing K-Means, faiss), medians over "
+        "seeds, all fits alternating in one process; every method's gap to the best "
+        "inertia known.")
     p.add_argument("--quick", action="store_true",
                    help=f"a few minutes: {' '.join(q.datasets)}, n={q.ns[0]} only, "
                         f"{q.seeds} seeds (options given explicitly still apply)")
@@ -56,13 +65,21 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--learned-starts", type=int, nargs="+",
                    help="TransformerKMeans' learned_starts values, the points; 0 is the fast "
                         "mode (default: 0 1 2 3)")
+    p.add_argument("--peers", action=argparse.BooleanOptionalAction, default=True,
+                   help="also run the peers where installed (the bench extra): Breathing "
+                        "K-Means (bkmeans, n_init=1) and faiss' k-means (nredo 1 and 10); "
+                        "--no-peers: KMeans and TransformerKMeans only (default: on)")
+    p.add_argument("--long-search", action=argparse.BooleanOptionalAction, default=True,
+                   help="with --peers, also run Breathing K-Means with n_init=10, only to "
+                        "lower the best inertia known (default: on)")
     p.add_argument("--repeats", type=int, default=1,
                    help="rounds of every seed's fits; a fit's time is its least over the "
                         "rounds (default: 1)")
     p.add_argument("--device", choices=DEVICES, default="cpu",
                    help="TransformerKMeans' device (default: cpu)")
     p.add_argument("--threads", type=int, default=None,
-                   help="CPU threads of both estimators (KMeans' OpenMP and BLAS, torch); "
+                   help="CPU threads of every estimator (KMeans' OpenMP and BLAS, torch, "
+                        "faiss); "
                         "1 keeps a shared, loaded machine's timings stable (default: the "
                         "libraries' own)")
     p.add_argument("--out", metavar="FILE.json",
@@ -102,16 +119,23 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"skformer bench equal-time: error: {exc}", file=sys.stderr)
         return 2
-    with limit_threads(args.threads):
-        return _run(args, machine)
+    peers, missing = peer_methods(args.long_search) if args.peers else ([], {})
+    for package, why in missing.items():
+        print(f"# peers needing {package} skipped: {why} (pip install \".[bench]\" in the "
+              "checkout installs the bench extra)", flush=True)
+    with limit_all_threads(args.threads):  # after the peers' imports: faiss' threads too
+        return _run(args, machine, peers, missing)
 
 
-def _run(args: argparse.Namespace, machine: dict) -> int:
+def _run(args: argparse.Namespace, machine: dict, peers: list[Method] | None = None,
+         missing: dict[str, str] | None = None) -> int:
+    peers = peers or []
     machine = {**machine, "threads_used": _threads_used(), "source": _source()}
     started = time.perf_counter()
     payload: dict = {"machine": machine, "options": vars(args), "loadavg_before": load(),
-                     "loadavg_after": None, "wall_seconds": None, "datasets": [],
-                     "records": [], "curves": [], "points": []}
+                     "loadavg_after": None, "wall_seconds": None,
+                     "peers": [m.label for m in peers], "skipped": missing or {},
+                     "datasets": [], "records": [], "curves": [], "points": [], "gaps": []}
     print(f"# {machine['device_name']} ({machine['device']}), {machine['cpu_count']} CPUs, "
           f"torch {machine['torch']}, scikit-learn {machine['sklearn']}, threads "
           f"{machine['threads_used']}; load {_load_text(payload['loadavg_before'])}", flush=True)
@@ -124,8 +148,8 @@ def _run(args: argparse.Namespace, machine: dict) -> int:
             seeds = list(range(args.large_seeds if n >= args.large_n else args.seeds))
             before, t = load(), time.perf_counter()
             new = run_dataset(ds, seeds, n_inits=args.n_init,
-                              learned_starts=args.learned_starts, device=machine["device"],
-                              repeats=args.repeats)
+                              learned_starts=args.learned_starts, peers=peers,
+                              device=machine["device"], repeats=args.repeats)
             records += new
             entry = {"dataset": ds.name, "n": n, "d": ds.X.shape[1], "k": ds.n_clusters,
                      "description": ds.description, "seeds": len(seeds),
@@ -134,7 +158,8 @@ def _run(args: argparse.Namespace, machine: dict) -> int:
             payload["datasets"].append(entry)
             print(f"\n## {ds.name} n={n:,} d={entry['d']} k={entry['k']}: {len(seeds)} seeds, "
                   f"{entry['seconds']:.0f} s, load {_load_text(entry['loadavg_after'])}")
-            print(format_points(summarise(new)), flush=True)
+            summary = summarise(new)
+            print(format_points(summary) + "\n\n" + format_gaps(summary), flush=True)
             _record(payload, records)
             write_records(args.out, payload)  # rewritten after every data set
     except LookupError as exc:
@@ -146,7 +171,10 @@ def _run(args: argparse.Namespace, machine: dict) -> int:
     payload["wall_seconds"] = time.perf_counter() - started
     write_records(args.out, payload)
     print("\n# KMeans' curves (medians over seeds)\n" + format_curves(summary))
-    print("\n# TransformerKMeans at equal time (medians over seeds)\n" + format_points(summary))
+    print("\n# TransformerKMeans and the peers at equal time (medians over seeds)\n"
+          + format_points(summary))
+    print("\n# every method's gap to the best inertia known (medians over seeds)\n"
+          + format_gaps(summary))
     print(f"\n# wall {payload['wall_seconds']:.0f} s; load before "
           f"{_load_text(payload['loadavg_before'])}, after {_load_text(payload['loadavg_after'])}")
     if args.plot and records:
@@ -162,6 +190,7 @@ def _record(payload: dict, records: list[FitRecord]):
     payload["records"] = [asdict(r) for r in records]
     payload["curves"] = [asdict(c) for c in summary.curves]
     payload["points"] = [asdict(p) for p in summary.points]
+    payload["gaps"] = [asdict(g) for g in summary.gaps]
     return summary
 
 
@@ -170,8 +199,8 @@ def _load_text(avg) -> str:
 
 
 def _threads_used() -> dict:
-    """The threads each library will use now: torch's, and the largest OpenMP and BLAS pools
-    that threadpoolctl sees (KMeans')."""
+    """The threads each library will use now: torch's, the largest OpenMP and BLAS pools
+    that threadpoolctl sees (KMeans'), and faiss' where it is imported."""
     import torch
     from threadpoolctl import threadpool_info
 
@@ -179,6 +208,9 @@ def _threads_used() -> dict:
     for pool in threadpool_info():
         api = pool["user_api"]
         out[api] = max(out.get(api, 0), pool["num_threads"])
+    faiss = sys.modules.get("faiss")
+    if faiss is not None:
+        out["faiss"] = faiss.omp_get_max_threads()
     return out
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from benchmarks.equal_time.runs import FitRecord
+from benchmarks.equal_time.runs import KINDS, FitRecord, Method
 from benchmarks.versus_kmeans.data import BUNDLED
 from benchmarks.versus_kmeans.report import RATIO_RTOL
 
@@ -21,10 +21,13 @@ __all__ = [
     "SLOWER",
     "CurvePoint",
     "EqualTime",
+    "Gap",
     "Point",
     "Summary",
     "format_curves",
+    "format_gaps",
     "format_points",
+    "gaps_to_best",
     "kmeans_at_time",
     "label",
     "needs_n_init",
@@ -32,6 +35,9 @@ __all__ = [
     "summarise",
 ]
 
+_PEER_COLOURS = {"bkm": "C6", "faiss": "C8", "long": "C9"}
+_PEER_NAMES = {"bkm": "Breathing K-Means", "faiss": "faiss k-means (label: nredo)",
+               "long": "long search: Breathing K-Means (n_init=10)"}
 _MIN_SPAN = 2e-3
 """The figure's smallest span of relative inertia."""
 FASTER = "faster than one KMeans run"
@@ -146,21 +152,24 @@ class CurvePoint:
 
 @dataclass(frozen=True)
 class Point:
-    """TransformerKMeans with one ``learned_starts`` on one data set, judged against
-    KMeans' curve at equal time (medians over the seeds)."""
+    """TransformerKMeans with one ``learned_starts``, or a peer, on one data set, judged
+    against KMeans' curve at equal time (medians over the seeds)."""
 
     dataset: str
     n: int
     d: int
     k: int
-    learned_starts: int
+    learned_starts: int | None
+    """TransformerKMeans' ``learned_starts``; None for a peer."""
     seeds: int
     seconds_median: float
     inertia_median: float
     n_iter_median: float
-    n_learned_steps_median: float
+    n_learned_steps_median: float | None
+    """None for a peer."""
     learned_kept: int
-    """Seeds whose result came from a learned run (``selected_run_ == "learned"``)."""
+    """Seeds whose result came from a learned run (``selected_run_ == "learned"``; 0 for
+    a peer)."""
     learned_skipped: str | None
     """Why no learned run was made, if so for every seed (else None)."""
     time_ratio: float
@@ -184,13 +193,47 @@ class Point:
     time): a secondary view that counts the seeds that end in a poor local optimum."""
     match_n_init_mean: int | None
     """:attr:`match_n_init` on mean inertias."""
+    method: str = "ours"
+    """The method's kind: ``"ours"`` or a peer's (``"bkm"``, ``"faiss"``, ``"long"``)."""
+    label: str = ""
+    """The method's name in tables (:attr:`~benchmarks.equal_time.runs.Method.label`)."""
+
+
+@dataclass(frozen=True)
+class Gap:
+    """One method (KMeans with one ``n_init``, TransformerKMeans with one
+    ``learned_starts``, or a peer) on one data set: its gap to the best inertia known."""
+
+    dataset: str
+    n: int
+    d: int
+    k: int
+    method: str
+    """The method's kind (:data:`~benchmarks.equal_time.runs.KINDS`)."""
+    label: str
+    """Its name in tables (:attr:`~benchmarks.equal_time.runs.Method.label`)."""
+    seeds: int
+    gap_median: float
+    """Median over the seeds of ``inertia / best - 1``, in per cent."""
+    gap_mean: float
+    """The same mean over the seeds (shows a seed's poor local optimum), in per cent."""
+    seconds_median: float
+    time_ratio: float | None
+    """``seconds_median`` over KMeans(n_init=1)'s median time (None without it)."""
+    best: float
+    """The best inertia known on the data set: the lowest of every run of every method
+    and seed (the long search's included)."""
+    best_by: str
+    """``"LABEL, seed S"``: the run that reached it."""
 
 
 class Summary(NamedTuple):
-    """:func:`summarise`'s result: KMeans' curves and TransformerKMeans' points."""
+    """:func:`summarise`'s result: KMeans' curves, the points judged against them
+    (TransformerKMeans' and the peers') and every method's gap to the best known."""
 
     curves: list[CurvePoint]
     points: list[Point]
+    gaps: list[Gap]
 
 
 def _median(values) -> float:
@@ -201,25 +244,71 @@ def _mean(values) -> float:
     return float(statistics.fmean(values))
 
 
-def summarise(records: Sequence[FitRecord]) -> Summary:
-    """Medians over seeds per data set and method, and each TransformerKMeans point judged
-    against its data set's KMeans curve (:func:`kmeans_at_time`, :func:`needs_n_init`).
+def _order(method: Method) -> tuple:
+    """Reports' order: by kind (:data:`KINDS`, unknown kinds last), then value."""
+    return (KINDS.index(method.kind) if method.kind in KINDS else len(KINDS), method)
 
-    Data sets come in order of first appearance, curve points by ``n_init``, points by
-    ``learned_starts``. A data set without KMeans records gets no points.
+
+def gaps_to_best(records: Sequence[FitRecord]) -> list[Gap]:
+    """Every method's gap to the best inertia known, per data set.
+
+    The best known on a data set is the lowest inertia of every record of it (every
+    method and seed); a method's gap is the median over its seeds of
+    ``inertia / best - 1``, in per cent. Data sets come in order of first appearance,
+    methods in the order of :data:`~benchmarks.equal_time.runs.KINDS`, then by value.
+
+    Examples
+    --------
+    >>> from benchmarks.equal_time.runs import FitRecord
+    >>> def fit(method, n_init, seed, inertia):
+    ...     return FitRecord("toy", 10, 2, 3, seed, method, n_init, None, 0, inertia, 1.0, 1)
+    >>> [(g.label, g.gap_median) for g in gaps_to_best([fit("kmeans", 1, 0, 110.0),
+    ...                                                 fit("long", 10, 0, 100.0)])]
+    [('n_init=1', 10.000000000000009), ('long', 0.0)]
     """
-    groups: dict[tuple, dict[tuple, list[FitRecord]]] = {}
+    out = []
+    for (name, n, d, k), methods in _groups(records).items():
+        runs = [r for rs in methods.values() for r in rs]
+        best_run = min(runs, key=lambda r: r.inertia)
+        best = best_run.inertia
+        base = methods.get(Method("kmeans", 1))
+        t0 = None if base is None else _median(r.seconds for r in base)
+        for method in sorted(methods, key=_order):
+            rs = methods[method]
+            gap = [100.0 * (_ratio(r.inertia, best) - 1.0) for r in rs]
+            seconds = _median(r.seconds for r in rs)
+            out.append(Gap(
+                dataset=name, n=n, d=d, k=k, method=method.kind, label=method.label,
+                seeds=len(rs), gap_median=_median(gap), gap_mean=_mean(gap),
+                seconds_median=seconds, time_ratio=None if not t0 else seconds / t0,
+                best=best, best_by=f"{best_run.config.label}, seed {best_run.seed}"))
+    return out
+
+
+def _groups(records: Sequence[FitRecord]) -> dict[tuple, dict[Method, list[FitRecord]]]:
+    groups: dict[tuple, dict[Method, list[FitRecord]]] = {}
     for r in records:
         key = (r.dataset, r.n, r.d, r.k)
-        sub = (r.method, r.n_init if r.method == "kmeans" else r.learned_starts)
-        groups.setdefault(key, {}).setdefault(sub, []).append(r)
+        groups.setdefault(key, {}).setdefault(r.config, []).append(r)
+    return groups
+
+
+def summarise(records: Sequence[FitRecord]) -> Summary:
+    """Medians over seeds per data set and method; each TransformerKMeans point and each
+    peer judged against its data set's KMeans curve (:func:`kmeans_at_time`,
+    :func:`needs_n_init`); every method's gap to the best inertia known (:func:`gaps_to_best`).
+
+    Data sets come in order of first appearance, curve points by ``n_init``, points by
+    ``learned_starts``, then the peers (Breathing K-Means, faiss by ``nredo``, the long
+    search). A data set without KMeans records gets no points.
+    """
     curves, points = [], []
-    for (name, n, d, k), methods in groups.items():
+    for (name, n, d, k), methods in _groups(records).items():
         curve = [
-            CurvePoint(name, n, d, k, v, len(rs), _median(r.seconds for r in rs),
+            CurvePoint(name, n, d, k, m.value, len(rs), _median(r.seconds for r in rs),
                        _median(r.inertia for r in rs), _median(r.n_iter for r in rs),
                        _mean(r.inertia for r in rs))
-            for (kind, v), rs in sorted(methods.items()) if kind == "kmeans"
+            for m, rs in sorted(methods.items()) if m.kind == "kmeans"
         ]
         curves += curve
         if not curve:
@@ -229,19 +318,21 @@ def summarise(records: Sequence[FitRecord]) -> Summary:
         inertias = [c.inertia_median for c in curve]
         means = [c.inertia_mean for c in curve]
         base = curve[0]
-        for (kind, v), rs in sorted(methods.items()):
-            if kind != "ours":
+        for m in sorted(methods, key=_order):
+            if m.kind == "kmeans":
                 continue
+            rs, ours = methods[m], m.kind == "ours"
             seconds, inertia = _median(r.seconds for r in rs), _median(r.inertia for r in rs)
             at = kmeans_at_time(ns, ts, inertias, seconds)
             match = needs_n_init(ns, inertias, inertia)
             mean = _mean(r.inertia for r in rs)
             skipped = {r.learned_skipped for r in rs}
             points.append(Point(
-                dataset=name, n=n, d=d, k=k, learned_starts=v, seeds=len(rs),
-                seconds_median=seconds, inertia_median=inertia,
+                dataset=name, n=n, d=d, k=k, learned_starts=m.value if ours else None,
+                seeds=len(rs), seconds_median=seconds, inertia_median=inertia,
                 n_iter_median=_median(r.n_iter for r in rs),
-                n_learned_steps_median=_median(r.n_learned_steps for r in rs),
+                n_learned_steps_median=_median(r.n_learned_steps for r in rs) if ours
+                else None,
                 learned_kept=sum(r.selected_run == "learned" for r in rs),
                 learned_skipped=skipped.pop() if len(skipped) == 1 else None,
                 time_ratio=seconds / base.seconds_median,
@@ -252,9 +343,10 @@ def summarise(records: Sequence[FitRecord]) -> Summary:
                 match_time_ratio=None if match is None else seconds / ts[ns.index(match)],
                 inertia_mean=mean,
                 equal_time_ratio_mean=_ratio(mean, kmeans_at_time(ns, ts, means, seconds).inertia),
-                match_n_init_mean=needs_n_init(ns, means, mean),
+                match_n_init_mean=needs_n_init(ns, means, mean), method=m.kind,
+                label=m.label,
             ))
-    return Summary(curves, points)
+    return Summary(curves, points, gaps_to_best(records))
 
 
 def _ratio(a: float, b: float) -> float:
@@ -273,10 +365,11 @@ def _match(match: int | None, largest: int) -> str:
 
 
 def format_points(summary: Summary) -> str:
-    """A markdown table: one row per data set and ``learned_starts``."""
+    """A markdown table: one row per data set and ``learned_starts`` (the column ``r``),
+    then one per peer (its label in that column)."""
     largest = {(c.dataset, c.n, c.d): c.n_init for c in summary.curves}
     lines = [
-        "| data | r | time / KMeans n_init=1 | inertia / KMeans at equal time | "
+        "| data | r or peer | time / KMeans n_init=1 | inertia / KMeans at equal time | "
         "KMeans needs n_init | time / that KMeans | learned run kept | ours s | "
         "means: inertia / KMeans at equal time | means: KMeans needs n_init |",
         "|---|---|---|---|---|---|---|---|---|---|",
@@ -286,10 +379,14 @@ def format_points(summary: Summary) -> str:
                                                                          "")
         match_t = "" if p.match_time_ratio is None else f"{p.match_time_ratio:.2f}"
         top = largest[p.dataset, p.n, p.d]
-        kept = "skipped" if p.learned_skipped and p.learned_starts else \
-            f"{p.learned_kept}/{p.seeds}"
+        if p.learned_starts is None:  # a peer
+            name, kept = p.label or p.method, "-"
+        else:
+            name = p.learned_starts
+            kept = "skipped" if p.learned_skipped and p.learned_starts else \
+                f"{p.learned_kept}/{p.seeds}"
         lines.append(
-            f"| {label(p.dataset, p.n, p.d)} | {p.learned_starts} | {p.time_ratio:.2f} | "
+            f"| {label(p.dataset, p.n, p.d)} | {name} | {p.time_ratio:.2f} | "
             f"{p.equal_time_ratio:.4f}{flag} | {_match(p.match_n_init, top)} | "
             f"{match_t} | {kept} | {p.seconds_median:.3f} | {p.equal_time_ratio_mean:.4f} | "
             f"{_match(p.match_n_init_mean, top)} |"
@@ -313,11 +410,30 @@ def format_curves(summary: Summary) -> str:
     return "\n".join(lines)
 
 
+def format_gaps(summary: Summary) -> str:
+    """A markdown table: one row per data set and method (every one: KMeans' ``n_init``
+    values, TransformerKMeans' ``learned_starts``, the peers), its median and mean gap to
+    the best inertia known and its median time; the best known and the run that reached
+    it on each data set's first row."""
+    lines = ["| data | method | gap to best known % | mean gap % | s | time / KMeans n_init=1 "
+             "| best known (run) |", "|---|---|---|---|---|---|---|"]
+    first = None
+    for g in summary.gaps:
+        key = (g.dataset, g.n, g.d, g.k)
+        best = f"{g.best:.6g} ({g.best_by})" if key != first else ""
+        first = key
+        ratio = "-" if g.time_ratio is None else f"{g.time_ratio:.2f}"
+        lines.append(f"| {label(g.dataset, g.n, g.d)} | {g.label} | {g.gap_median:.3f} | "
+                     f"{g.gap_mean:.3f} | {g.seconds_median:.3f} | {ratio} | {best} |")
+    return "\n".join(lines)
+
+
 def plot_summary(summary: Summary, path: str, title: str = "") -> None:
     """Save one panel per data set to ``path``: KMeans' median curve (inertia and time
-    relative to KMeans(n_init=1)'s medians, log time) and TransformerKMeans' points,
-    labelled by ``learned_starts`` (hollow: slower than the curve's last point); dashed
-    and crosses: the mean inertias at the same median times."""
+    relative to KMeans(n_init=1)'s medians, log time), TransformerKMeans' points,
+    labelled by ``learned_starts``, and the peers' (circles, labelled by name; hollow:
+    slower than the curve's last point); dashed and crosses: the mean inertias at the
+    same median times."""
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -338,6 +454,7 @@ def plot_summary(summary: Summary, path: str, title: str = "") -> None:
     FigureCanvasAgg(fig)  # Agg, whatever pyplot's backend
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     starts: set[int] = set()
+    kinds: set[str] = set()
     for i, (ax, key) in enumerate(zip(axes, keys, strict=False)):
         curve = [c for c in summary.curves if (c.dataset, c.n, c.d, c.k) == key]
         t0, i0 = curve[0].seconds_median, curve[0].inertia_median
@@ -349,13 +466,19 @@ def plot_summary(summary: Summary, path: str, title: str = "") -> None:
             ax.annotate(str(c.n_init), (x, y), textcoords="offset points", xytext=(0, 5),
                         fontsize=7, color="C7", ha="center")
         for p in (p for p in summary.points if (p.dataset, p.n, p.d, p.k) == key):
-            starts.add(p.learned_starts)
-            color = f"C{p.learned_starts % 10}"
+            peer = p.learned_starts is None
+            if peer:
+                kinds.add(p.method)
+                color = _PEER_COLOURS.get(p.method, "k")
+            else:
+                starts.add(p.learned_starts)
+                color = f"C{p.learned_starts % 6}"  # C6 and up: the peers; C7: KMeans
             hollow = p.equal_time_status == SLOWER
             x, y = p.seconds_median / t0, _ratio(p.inertia_median, i0)
-            ax.scatter([x], [y], s=36, marker="s", edgecolors=color,
+            ax.scatter([x], [y], s=36, marker="o" if peer else "s", edgecolors=color,
                        facecolors="none" if hollow else color, zorder=3)
-            ax.annotate(f"r={p.learned_starts}", (x, y), textcoords="offset points",
+            ax.annotate(p.label if peer else f"r={p.learned_starts}", (x, y),
+                        textcoords="offset points",
                         xytext=(5, -9), fontsize=7, color=color)
             ax.scatter([x], [_ratio(p.inertia_mean, i0)], s=30, marker="x", color=color,
                        zorder=3)
@@ -379,8 +502,11 @@ def plot_summary(summary: Summary, path: str, title: str = "") -> None:
         ax.set_visible(False)
     handles = [Line2D([], [], color="C7", marker="o", ms=4,
                       label="KMeans, median over seeds, labelled by n_init")]
-    handles += [Line2D([], [], ls="", marker="s", color=f"C{r % 10}",
+    handles += [Line2D([], [], ls="", marker="s", color=f"C{r % 6}",
                        label=f"TransformerKMeans, learned_starts={r}") for r in sorted(starts)]
+    handles += [Line2D([], [], ls="", marker="o", color=_PEER_COLOURS.get(kind, "k"),
+                       label=_PEER_NAMES.get(kind, kind))
+                for kind in sorted(kinds, key=lambda k: _order(Method(k, 0)))]
     handles.append(Line2D([], [], ls="", marker="s", mfc="none", color="k",
                           label="hollow: slower than KMeans' largest n_init"))
     handles.append(Line2D([], [], ls="--", lw=0.8, marker="x", color="C7",
