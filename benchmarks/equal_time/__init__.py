@@ -14,14 +14,25 @@ Protocol, per data set:
   random_state=seed, pretrain=False)`` for ``r`` in {0, 1, 2, 3}; ``r = 0`` is the fast mode
   (KMeans' run by the exact transformer, a reference point), ``r >= 1`` the learned mode.
   The same medians.
+* **The peers' points**, where their packages are installed (skformer's ``bench`` extra;
+  else skipped with one note per package): Breathing K-Means (``bkmeans``, ``n_init=1``,
+  "bkm") and faiss' k-means with ``nredo`` 1 and 10 ("faiss-1", "faiss-10"), the same
+  seeds; and a long search, Breathing K-Means with ``n_init=10`` ("long"), only to lower
+  the best inertia known. Each is judged against KMeans' curve like TransformerKMeans'
+  points. ``--no-peers`` and ``--no-long-search`` switch them off.
+* **Every method's gap to the best inertia known**
+  (:func:`~benchmarks.equal_time.report.gaps_to_best`): the best known on a data set is the
+  lowest inertia of any fit of any method and seed; a method's gap is the median over the
+  seeds of ``inertia / best - 1`` (per cent), beside its median time.
 * **All fits alternate in one process**, the same seeds for every method: per seed one round
-  of every method, KMeans and TransformerKMeans interleaved, the round's order rotated by
-  the seed's index (:func:`~benchmarks.equal_time.runs.fit_order`). Before the rounds,
-  every method is fitted once untimed on the first 20,000 rows (loads the learned model,
-  starts thread pools). With ``--repeats R`` each seed has R such rounds and a fit's time
-  is its least over them (stalls of a shared machine lengthen single fits, from a few
-  per cent to several times). Inertia is the k-means objective of each fit's centres,
-  evaluated in float64 by one function for both estimators.
+  of every method, KMeans, TransformerKMeans and the peers interleaved, the round's order
+  rotated by the seed's index (:func:`~benchmarks.equal_time.runs.fit_order`). Before the
+  rounds, every method but the long search is fitted once untimed on the first 20,000 rows
+  (loads the learned model, starts thread pools). With ``--repeats R`` each seed has R
+  such rounds and a fit's time is its least over them (stalls of a shared machine
+  lengthen single fits, from a few per cent to several times). Inertia is the k-means
+  objective of each fit's centres, evaluated in float64 by one function for every
+  estimator.
 * **The judge** (:func:`~benchmarks.equal_time.report.kmeans_at_time`): KMeans' median
   inertia at the point's median time, linear in log(time) between the bracketing
   ``n_init`` points. Below ``n_init=1``'s time: ``n_init=1``'s inertia ("faster than one
@@ -43,7 +54,8 @@ shared machine, compare ratios within one run. ``--threads 1`` runs both estimat
 thread: on a loaded machine, fits on two OpenMP threads that compete with other processes
 were measured 7-10 times slower than on one, and erratic.
 
-Run it with ``skformer bench equal-time [--quick] [--out FILE.json] [--plot FILE.png]``.
+Run it with ``skformer bench equal-time [--quick] [--no-peers] [--no-long-search]
+[--out FILE.json] [--plot FILE.png]``.
 """
 
 from benchmarks.equal_time.cli import main
