@@ -161,3 +161,10 @@ def test_run_dataset_runs_the_peers(package, peers):
     assert len(summary.gaps) == 2 + len(peers)
     assert {g.best for g in summary.gaps} == {min(r.inertia for r in records)}
     assert min(g.gap_median for g in summary.gaps) >= 0.0
+
+
+def test_plot_draws_the_peers(tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "peers.png"
+    et.plot_summary(et.summarise(_records()), str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

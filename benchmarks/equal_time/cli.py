@@ -179,7 +179,8 @@ def _run(args: argparse.Namespace, machine: dict, peers: list[Method] | None = N
           f"{_load_text(payload['loadavg_before'])}, after {_load_text(payload['loadavg_after'])}")
     if args.plot and records:
         plot_summary(summary, args.plot, title=(
-            f"TransformerKMeans against KMeans' n_init curve at equal time: medians over seeds, "
+            "TransformerKMeans" + (" and the peers" if peers else "") + " against KMeans' "
+            "n_init curve at equal time: medians over seeds,\n"
             f"{machine['device_name']}, threads: " + ", ".join(
                 f"{lib} {n}" for lib, n in machine["threads_used"].items())))
     return 0

@@ -450,7 +450,8 @@ def plot_summary(summary: Summary, path: str, title: str = "") -> None:
         raise ValueError("nothing to plot: no KMeans records.")
     ncols = min(4, len(keys))
     nrows = math.ceil(len(keys) / ncols)
-    fig = Figure(figsize=(4.2 * ncols, 3.3 * nrows + 1.0), layout="constrained")
+    # At least 3 legend columns wide: one or two panels would clip it.
+    fig = Figure(figsize=(max(4.2 * ncols, 10.0), 3.3 * nrows + 1.2), layout="constrained")
     FigureCanvasAgg(fig)  # Agg, whatever pyplot's backend
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     starts: set[int] = set()
