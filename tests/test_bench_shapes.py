@@ -7,12 +7,14 @@ from dataclasses import fields, replace
 import numpy as np
 import pytest
 
+from benchmarks import peers as peers_module
 from benchmarks import shapes as sh
-from benchmarks.shapes import data, report, runs
+from benchmarks.shapes import data, peer_runs, report, runs
+from benchmarks.shapes.peer_runs import LONG, PEERS, PeerRun
 from skformer.cli import main
 
 
-@pytest.mark.parametrize("module", [data, report, runs])
+@pytest.mark.parametrize("module", [data, peer_runs, report, runs])
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
@@ -85,6 +87,71 @@ def test_summarise_judges_the_targets():
     assert bad.violations == ["a seed 0: 1.01"]
     assert "VIOLATED" in sh.format_summary(bad)
     assert sh.format_row(records[0]).count("|") == sh.HEADER.splitlines()[1].count("|")
+
+
+def test_peer_gaps_to_the_best_known_on_hand_made_runs():
+    reference = PeerRun("kmeans-10", 0, 10.0, 5.0)  # the shape's KMeans(n_init=10)
+    made = [PeerRun("kmeans-1", 0, 12.0, 1.0), PeerRun("kmeans-1", 1, 11.0, 3.0),
+            PeerRun("kmeans-1", 2, 10.5, 2.0), reference, PeerRun("kmeans-10", 1, 10.2, 7.0),
+            PeerRun("bkm", 0, 9.9, 4.0), PeerRun("bkm", 1, 10.89, 6.0),
+            PeerRun("long", 0, 9.0, 40.0)]  # the long search lowers the best known
+    best, by = peer_runs.best_known(made)
+    assert (best, by) == (9.0, "long, seed 0")
+    rows = {r.method: r for r in peer_runs.peer_rows(made, best)}
+    assert list(rows) == ["kmeans-1", "kmeans-10", "bkm", "long"]
+    # kmeans-1: gaps 12/9, 11/9, 10.5/9 - 1: the median is 11/9 - 1; seconds: median 2
+    assert rows["kmeans-1"].gap == pytest.approx(2 / 9) and rows["kmeans-1"].seconds == 2.0
+    assert rows["kmeans-1"].seeds == 3
+    assert rows["kmeans-10"].gap == pytest.approx((10.0 / 9 + 10.2 / 9) / 2 - 1)
+    assert rows["bkm"].gap == pytest.approx(0.155) and rows["bkm"].seconds == 5.0
+    assert rows["long"].gap == 0.0 and rows["long"].seeds == 1
+    assert peer_runs.best_known([]) is None
+
+
+def test_missing_peers_are_skipped_with_a_note(monkeypatch):
+    def available(packages):
+        gone = {"bkmeans", "faiss"}
+        return ([p for p in dict.fromkeys(packages) if p not in gone],
+                {p: f"No module named {p!r}" for p in dict.fromkeys(packages) if p in gone})
+
+    monkeypatch.setattr(peers_module, "available", available)
+    chosen, missing = peer_runs.select_peers()
+    assert [p.name for p in chosen] == ["kmeans-1", "kmeans-10", "learned"]
+    note = peer_runs.skipped_note(missing)
+    assert "bkmeans (bkm, long)" in note and "faiss (faiss-1, faiss-10)" in note
+    assert '".[bench]"' in note and "\n" not in note
+    assert peer_runs.select_peers(enabled=False) == ([], {})
+
+
+def test_run_peers_rotates_and_reuses_the_reference_fit():
+    X = np.random.default_rng(0).standard_normal((60, 2))
+    reference = PeerRun("kmeans-10", 0, 123.0, 9.0)
+    made = peer_runs.run_peers(X, 3, [0, 1], [PEERS["kmeans-1"], PEERS["kmeans-10"]],
+                               done=[reference])
+    assert [(r.method, r.seed) for r in made] == [
+        ("kmeans-1", 0), ("kmeans-10", 0), ("kmeans-10", 1), ("kmeans-1", 1)]
+    assert made[1] is reference  # not fitted again
+    from sklearn.cluster import KMeans
+
+    km = KMeans(3, n_init=1, random_state=1).fit(X)
+    assert made[3].inertia == pytest.approx(km.inertia_) and made[3].seconds > 0
+
+
+def test_bkm_and_faiss_peers_on_a_tiny_shape():
+    pytest.importorskip("bkmeans")
+    pytest.importorskip("faiss")
+    from sklearn.datasets import make_blobs
+
+    X, _ = make_blobs(300, 4, centers=6, random_state=0)
+    chosen, missing = peer_runs.select_peers()
+    assert missing == {} and [p.name for p in chosen] == [*PEERS, LONG.name]
+    made = peer_runs.run_peers(X, 6, [0, 1], chosen)
+    assert len(made) == 2 * len(PEERS) + 1 and made[-1].method == "long"
+    best, _ = peer_runs.best_known(made)
+    rows = peer_runs.peer_rows(made, best)
+    assert {r.method for r in rows} == {*PEERS, "long"}
+    assert all(r.gap >= 0 and np.isfinite(r.gap) and r.seconds > 0 for r in rows)
+    assert min(r.gap for r in rows) == 0.0
 
 
 def test_quick_run_records(tmp_path, capsys):
