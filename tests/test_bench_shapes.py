@@ -2,7 +2,7 @@
 
 import doctest
 import json
-from dataclasses import fields, replace
+from dataclasses import asdict, fields, replace
 
 import numpy as np
 import pytest
@@ -106,6 +106,30 @@ def test_peer_gaps_to_the_best_known_on_hand_made_runs():
     assert rows["bkm"].gap == pytest.approx(0.155) and rows["bkm"].seconds == 5.0
     assert rows["long"].gap == 0.0 and rows["long"].seeds == 1
     assert peer_runs.best_known([]) is None
+
+    record = replace(_record("a", 8, headroom=0.2, captured=0.5, ratio=0.99),
+                     best_known=best, best_known_by=by, peers=list(rows.values()),
+                     peer_runs=made)
+    table = sh.format_peers([record, _record("old", 8, headroom=0.2, captured=0.5,
+                                             ratio=0.99)])
+    head, rule, row = table.splitlines()  # the record without peers has no row
+    assert "Breathing K-Means: gap / s" in head and "faiss" not in head
+    assert head.count("|") == rule.count("|") == row.count("|")
+    assert "| 22.22 % / 2 |" in row and "(long, seed 0)" in row
+    assert sh.format_peers([_record("old", 8, headroom=0.2, captured=0.5, ratio=0.99)]) is None
+
+
+def test_records_from_dict_reads_records_with_and_without_peers():
+    rec = replace(_record("a", 8, headroom=0.2, captured=0.5, ratio=0.99), best_known=9.0,
+                  best_known_by="long, seed 0",
+                  peers=peer_runs.peer_rows([PeerRun("long", 0, 9.0, 1.0)], 9.0),
+                  peer_runs=[PeerRun("long", 0, 9.0, 1.0)])
+    assert runs.records_from_dict(json.loads(json.dumps(asdict(rec)))) == rec
+    old = asdict(rec)
+    for name in ("best_known", "best_known_by", "peers", "peer_runs"):
+        del old[name]  # a record of a run before the peers section
+    back = runs.records_from_dict(old)
+    assert back.peers == [] and back.peer_runs == [] and back.best_known is None
 
 
 def test_missing_peers_are_skipped_with_a_note(monkeypatch):
