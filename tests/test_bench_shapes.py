@@ -178,8 +178,16 @@ def test_bkm_and_faiss_peers_on_a_tiny_shape():
     assert min(r.gap for r in rows) == 0.0
 
 
-def test_quick_run_records(tmp_path, capsys):
+def test_quick_run_records(tmp_path, capsys, monkeypatch):
     pytest.importorskip("matplotlib")
+    real = peers_module.available
+
+    def available(packages):  # as where the bench extra is not installed
+        ok, missing = real([p for p in packages if p not in ("bkmeans", "faiss")])
+        return ok, {**missing, **{p: "not installed" for p in packages
+                                  if p in ("bkmeans", "faiss")}}
+
+    monkeypatch.setattr(peers_module, "available", available)
     out, png = tmp_path / "shapes.json", tmp_path / "shapes.png"
     assert main(["bench", "shapes", "--preset", "quick", "--seeds", "1", "--out", str(out),
                  "--plot", str(png)]) == 0
@@ -203,8 +211,28 @@ def test_quick_run_records(tmp_path, capsys):
         # the estimator's contract: never above Lloyd's run from the same start
         assert plus["estimator_ratio"] <= 1 + 1e-9 and r["violations"] == 0
         assert plus["time_ratio"] == pytest.approx(plus["estimator_s"] / plus["lloyd_s"])
+        # peers: one fit per method and seed, the best known at most KMeans(n_init=10)'s
+        assert [(p["method"], p["seeds"]) for p in r["peers"]] == [
+            ("kmeans-1", 1), ("kmeans-10", 1), ("learned", 1)]
+        assert len(r["peer_runs"]) == 3
+        assert r["best_known"] <= r["best"] * (1 + 1e-9)
+        assert all(p["gap"] >= 0 for p in r["peers"]) and r["best_known_by"]
     assert payload["summary"]["violations"] == []
     assert payload["wall_seconds"] > 0 and "targets" in printed
+    assert printed.count("# peers skipped, not installed: bkmeans (bkm, long), faiss") == 1
+    assert "# peers: median over seeds" in printed
+    assert payload["peers"] == ["kmeans-1", "kmeans-10", "learned"]
+    assert set(payload["peers_skipped"]) == {"bkmeans", "faiss"}
+
+
+def test_no_peers(tmp_path, capsys):
+    out = tmp_path / "shapes.json"
+    assert main(["bench", "shapes", "--shapes", "quick-d1-k3", "--seeds", "1",
+                 "--no-peers", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    record = json.loads(out.read_text())["records"][0]
+    assert record["peers"] == [] and record["peer_runs"] == []
+    assert record["best_known"] is None and "# peers" not in printed
 
 
 def test_cli_rejects_unknown_shapes(capsys):
