@@ -10,7 +10,7 @@ import pytest
 from benchmarks import peers as peers_module
 from benchmarks import shapes as sh
 from benchmarks.shapes import data, peer_runs, report, runs
-from benchmarks.shapes.peer_runs import LONG, PEERS, PeerRun
+from benchmarks.shapes.peer_runs import PEERS, PeerRun
 from skformer.cli import main
 
 
@@ -168,12 +168,13 @@ def test_bkm_and_faiss_peers_on_a_tiny_shape():
 
     X, _ = make_blobs(300, 4, centers=6, random_state=0)
     chosen, missing = peer_runs.select_peers()
-    assert missing == {} and [p.name for p in chosen] == [*PEERS, LONG.name]
+    assert missing == {} and [p.name for p in chosen] == list(PEERS)
     made = peer_runs.run_peers(X, 6, [0, 1], chosen)
-    assert len(made) == 2 * len(PEERS) + 1 and made[-1].method == "long"
+    assert [(r.method, r.seed) for r in made[:len(PEERS)]] == [(m, 0) for m in PEERS]
+    assert sorted(r.method for r in made[len(PEERS):]) == sorted(PEERS)
     best, _ = peer_runs.best_known(made)
     rows = peer_runs.peer_rows(made, best)
-    assert {r.method for r in rows} == {*PEERS, "long"}
+    assert [r.method for r in rows] == list(PEERS)
     assert all(r.gap >= 0 and np.isfinite(r.gap) and r.seconds > 0 for r in rows)
     assert min(r.gap for r in rows) == 0.0
 

@@ -42,12 +42,12 @@ Per shape, in one process (:func:`~benchmarks.shapes.runs.run_shape`):
    again), ``TransformerKMeans(k, learned_starts=1, random_state=seed)`` as users call
    it, and where installed (the ``bench`` extra; a missing package is skipped with one
    printed note) Breathing K-Means (``bkmeans.BKMeans(k, n_init=1)``) and faiss'
-   k-means with ``nredo`` 1 and 10 (:mod:`benchmarks.peers`); then once per shape a
-   long search, Breathing K-Means with ``n_init=10`` and ``random_state=0``, which only
-   lowers the best known. Each inertia is :func:`skformer._base.labels_inertia` of the
-   fitted centres on all of X. ``best_known``: the lowest inertia of all these runs;
-   per peer, ``gap``: the median over seeds of ``inertia / best_known - 1``, and the
-   median fit seconds (``peers``; every fit in ``peer_runs``).
+   k-means with ``nredo`` 1 and 10 (:mod:`benchmarks.peers`), and a long search,
+   Breathing K-Means with ``n_init=10``, there to lower the best known. Each inertia
+   is :func:`skformer._base.labels_inertia` of the fitted centres on all of X.
+   ``best_known``: the lowest inertia of all these runs; per peer, ``gap``: the median
+   over seeds of ``inertia / best_known - 1``, and the median fit seconds (``peers``;
+   every fit in ``peer_runs``).
 
 Every ``TransformerKMeans`` here gets ``random_state=seed`` (the context sample) and
 ``device`` (``--device``, default cpu). Inertias of steps 1-4 are each estimator's

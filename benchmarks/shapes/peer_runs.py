@@ -1,10 +1,10 @@
 """The peers section of the shapes benchmark: what users compare the learned mode with.
 
-Per shape and seed, one fit of each peer of :data:`PEERS` (KMeans with ``n_init`` 1 and
+Per shape and seed, one fit of each peer of :data:`PEERS`: KMeans with ``n_init`` 1 and
 10, ``TransformerKMeans(k, learned_starts=1)`` as users call it, and where installed
-Breathing K-Means and faiss' k-means with ``nredo`` 1 and 10: :mod:`benchmarks.peers`),
-then once per shape the long search :data:`LONG` (Breathing K-Means with ``n_init=10``,
-``random_state=0``), which only lowers the best inertia known. Every inertia is
+Breathing K-Means and faiss' k-means with ``nredo`` 1 and 10 (:mod:`benchmarks.peers`),
+and a long search, Breathing K-Means with ``n_init=10``, which is there to lower the best
+inertia known. Every inertia is
 :func:`skformer._base.labels_inertia` of the fitted centres on all of X (one evaluator
 for every method). The best known is the lowest inertia of every run on the shape, the
 shape's ``KMeans(k, n_init=10, random_state=0)`` included (:func:`best_known`); each
@@ -23,7 +23,7 @@ import numpy as np
 from benchmarks import peers
 from benchmarks.shapes.stats import median
 
-__all__ = ["LONG", "PEERS", "Peer", "PeerRow", "PeerRun", "best_known", "peer_rows",
+__all__ = ["PEERS", "Peer", "PeerRow", "PeerRun", "best_known", "peer_rows",
            "run_peers", "select_peers", "skipped_note", "warm_up_peers"]
 
 
@@ -70,16 +70,12 @@ PEERS: dict[str, Peer] = {p.name: p for p in [
     Peer("bkm", "Breathing K-Means", "bkmeans", _bkm(1)),
     Peer("faiss-1", "faiss k-means (nredo=1)", "faiss", _faiss(1)),
     Peer("faiss-10", "faiss k-means (nredo=10)", "faiss", _faiss(10)),
+    # bkmeans' n_init is the k-means++ runs of its first KMeans, not whole breathing
+    # runs: the long search costs about KMeans(n_init=10) more than one BKM fit.
+    Peer("long", "long search (Breathing K-Means, n_init=10)", "bkmeans", _bkm(10)),
 ]}
-"""The peers fitted once per seed, in the order of a seed's first round (later rounds
-rotate it: :func:`benchmarks.equal_time.runs.fit_order`)."""
-
-LONG = Peer("long", "long search: Breathing K-Means (n_init=10)", "bkmeans", _bkm(10))
-"""The long search, fitted once per shape (``random_state=0``): it only lowers the best
-inertia known (ten times a Breathing K-Means fit: once per seed would multiply the
-section's cost)."""
-
-LONG_SEED = 0
+"""The peers, each fitted once per seed, in the order of a seed's first round (later
+rounds rotate it: :func:`benchmarks.equal_time.runs.fit_order`)."""
 
 
 @dataclass(frozen=True)
@@ -107,14 +103,13 @@ class PeerRow:
 
 
 def select_peers(enabled: bool = True) -> tuple[list[Peer], dict[str, str]]:
-    """The peers to run (:data:`PEERS`, then :data:`LONG`) whose package imports
+    """The peers to run (of :data:`PEERS`) whose package imports
     (:func:`benchmarks.peers.available`), and ``{package: why}`` of those that do not;
     none and ``{}`` where ``enabled`` is False."""
     if not enabled:
         return [], {}
-    wanted = [*PEERS.values(), LONG]
-    ok, missing = peers.available([p.package for p in wanted])
-    return [p for p in wanted if p.package in ok], missing
+    ok, missing = peers.available([p.package for p in PEERS.values()])
+    return [p for p in PEERS.values() if p.package in ok], missing
 
 
 def skipped_note(missing: Mapping[str, str]) -> str | None:
@@ -133,8 +128,8 @@ def skipped_note(missing: Mapping[str, str]) -> str | None:
     """
     if not missing:
         return None
-    wanted = [*PEERS.values(), LONG]
-    names = {p: ", ".join(x.name for x in wanted if x.package == p) for p in missing}
+    names = {p: ", ".join(x.name for x in PEERS.values() if x.package == p)
+             for p in missing}
     return ("# peers skipped, not installed: "
             + ", ".join(f"{p} ({n})" if n else p for p, n in names.items())
             + '; pip install ".[bench]" in the checkout installs them')
@@ -190,9 +185,8 @@ def _fit(peer: Peer, X: np.ndarray, k: int, seed: int, device: str) -> PeerRun:
 
 def run_peers(X: np.ndarray, k: int, seeds: Sequence[int], peer_list: Sequence[Peer], *,
               device: str = "cpu", done: Sequence[PeerRun] = ()) -> list[PeerRun]:
-    """One fit of every peer per seed (the round of the seed at index ``i`` is
-    ``peer_list`` rotated left by ``i``), then the long search once where it is in
-    ``peer_list``.
+    """One fit of every peer of ``peer_list`` per seed; the round of the seed at index
+    ``i`` is ``peer_list`` rotated left by ``i``.
 
     ``done`` holds runs already made (the shape's ``KMeans(k, n_init=10,
     random_state=0)`` is seed 0's ``kmeans-10``): each stands for the fit of its method
@@ -200,22 +194,20 @@ def run_peers(X: np.ndarray, k: int, seeds: Sequence[int], peer_list: Sequence[P
     """
     from benchmarks.equal_time.runs import fit_order
 
+    if not peer_list:
+        return []
     made = {(r.method, r.seed): r for r in done}
-    per_seed = [p for p in peer_list if p.name != LONG.name]
     runs = []
     for i, seed in enumerate(seeds):
-        for peer in fit_order(per_seed, i) if per_seed else []:
+        for peer in fit_order(list(peer_list), i):
             run = made.get((peer.name, int(seed)))
             runs.append(run if run is not None else _fit(peer, X, k, seed, device))
-    if any(p.name == LONG.name for p in peer_list):
-        runs.append(_fit(LONG, X, k, LONG_SEED, device))
     return runs
 
 
 def warm_up_peers(peer_list: Sequence[Peer], device: str = "cpu") -> None:
-    """Fit every peer but the long search once on tiny data, so that the first shape's
-    times do not pay for their libraries' first calls."""
+    """Fit every peer once on tiny data, so that the first shape's times do not pay for
+    their libraries' first calls."""
     X = np.random.default_rng(0).standard_normal((64, 2))
     for peer in peer_list:
-        if peer.name != LONG.name:
-            peer.build(2, 0, device).fit(X)
+        peer.build(2, 0, device).fit(X)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from benchmarks.shapes.peer_runs import LONG, PEERS
+from benchmarks.shapes.peer_runs import PEERS
 from benchmarks.shapes.stats import captured, headroom, median
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,8 +110,7 @@ def format_row(r: ShapeRecord) -> str:
             f"{_num(r.time_ratio_median, '.2f')} |")
 
 
-_PEER_HEADS = {**{p.name: p.label for p in PEERS.values()},
-               LONG.name: "long search (Breathing K-Means, n_init=10)"}
+_PEER_HEADS = {p.name: p.label for p in PEERS.values()}
 
 
 def format_peers(records: Sequence[ShapeRecord]) -> str | None:

@@ -192,8 +192,8 @@ def _timed(fit: Callable[[], object]) -> tuple[object, float]:
 def warm_up(device: str = "cpu", peers: Sequence[Peer] = ()) -> float:
     """Fit KMeans and TransformerKMeans (fast mode) once on tiny data, so that the first
     shape's ``first_fit_s`` does not pay for loading the compiled Lloyd kernel and the
-    thread pools, and every peer of ``peers`` but the long search (their libraries'
-    first calls); returns the seconds it took."""
+    thread pools, and every peer of ``peers`` (their libraries' first calls); returns
+    the seconds it took."""
     from sklearn.cluster import KMeans
 
     from skformer import TransformerKMeans
@@ -265,7 +265,7 @@ def run_shape(shape: Shape, seeds: list[int], *, device: str = "cpu",
     """Every measurement of ``shape``, in this order: the first fits (learned, then fast
     mode), the model choice, the best known clustering, per seed the random-start runs
     and the k-means++ runs, then the peers section (one fit of each of ``peers`` per
-    seed, the long search once: :func:`~benchmarks.shapes.peer_runs.run_peers`).
+    seed: :func:`~benchmarks.shapes.peer_runs.run_peers`).
 
     ``bits_seen`` holds the code widths of the shapes run before in this process; this
     shape's is added. ``X`` replaces ``shape.make()`` (tests)."""
