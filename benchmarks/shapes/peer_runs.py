@@ -4,11 +4,11 @@ Per shape and seed, one fit of each peer of :data:`PEERS`: KMeans with ``n_init`
 10, ``TransformerKMeans(k, learned_starts=1)`` as users call it, and where installed
 Breathing K-Means and faiss' k-means with ``nredo`` 1 and 10 (:mod:`benchmarks.peers`),
 and a long search, Breathing K-Means with ``n_init=10``, which is there to lower the best
-inertia known. Every inertia is
-:func:`skformer._base.labels_inertia` of the fitted centres on all of X (one evaluator
-for every method). The best known is the lowest inertia of every run on the shape, the
-shape's ``KMeans(k, n_init=10, random_state=0)`` included (:func:`best_known`); each
-peer's gap is the median over the seeds of ``inertia / best - 1`` (:func:`peer_rows`).
+inertia known. Every inertia is :func:`skformer._base.labels_inertia` of the fitted
+centres on all of X (one evaluator for every method). The best known is the lowest
+inertia of every run on the shape, the shape's ``KMeans(k, n_init=10, random_state=0)``
+included (:func:`best_known`); each peer's gap is the median over the seeds of
+``inertia / best - 1`` (:func:`peer_rows`).
 """
 
 from __future__ import annotations
