@@ -2,17 +2,19 @@
 
 import doctest
 import json
-from dataclasses import fields, replace
+from dataclasses import asdict, fields, replace
 
 import numpy as np
 import pytest
 
+from benchmarks import peers as peers_module
 from benchmarks import shapes as sh
-from benchmarks.shapes import data, report, runs
+from benchmarks.shapes import data, peer_runs, report, runs
+from benchmarks.shapes.peer_runs import PEERS, PeerRun
 from skformer.cli import main
 
 
-@pytest.mark.parametrize("module", [data, report, runs])
+@pytest.mark.parametrize("module", [data, peer_runs, report, runs])
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
@@ -87,8 +89,106 @@ def test_summarise_judges_the_targets():
     assert sh.format_row(records[0]).count("|") == sh.HEADER.splitlines()[1].count("|")
 
 
-def test_quick_run_records(tmp_path, capsys):
+def test_peer_gaps_to_the_best_known_on_hand_made_runs():
+    reference = PeerRun("kmeans-10", 0, 10.0, 5.0)  # the shape's KMeans(n_init=10)
+    made = [PeerRun("kmeans-1", 0, 12.0, 1.0), PeerRun("kmeans-1", 1, 11.0, 3.0),
+            PeerRun("kmeans-1", 2, 10.5, 2.0), reference, PeerRun("kmeans-10", 1, 10.2, 7.0),
+            PeerRun("bkm", 0, 9.9, 4.0), PeerRun("bkm", 1, 10.89, 6.0),
+            PeerRun("long", 0, 9.0, 40.0)]  # the long search lowers the best known
+    best, by = peer_runs.best_known(made)
+    assert (best, by) == (9.0, "long, seed 0")
+    rows = {r.method: r for r in peer_runs.peer_rows(made, best)}
+    assert list(rows) == ["kmeans-1", "kmeans-10", "bkm", "long"]
+    # kmeans-1: gaps 12/9, 11/9, 10.5/9 - 1: the median is 11/9 - 1; seconds: median 2
+    assert rows["kmeans-1"].gap == pytest.approx(2 / 9) and rows["kmeans-1"].seconds == 2.0
+    assert rows["kmeans-1"].seeds == 3
+    assert rows["kmeans-10"].gap == pytest.approx((10.0 / 9 + 10.2 / 9) / 2 - 1)
+    assert rows["bkm"].gap == pytest.approx(0.155) and rows["bkm"].seconds == 5.0
+    assert rows["long"].gap == 0.0 and rows["long"].seeds == 1
+    assert peer_runs.best_known([]) is None
+
+    record = replace(_record("a", 8, headroom=0.2, captured=0.5, ratio=0.99),
+                     best_known=best, best_known_by=by, peers=list(rows.values()),
+                     peer_runs=made)
+    table = sh.format_peers([record, _record("old", 8, headroom=0.2, captured=0.5,
+                                             ratio=0.99)])
+    head, rule, row = table.splitlines()  # the record without peers has no row
+    assert "Breathing K-Means: gap / s" in head and "faiss" not in head
+    assert head.count("|") == rule.count("|") == row.count("|")
+    assert "| 22.22 % / 2 |" in row and "(long, seed 0)" in row
+    assert sh.format_peers([_record("old", 8, headroom=0.2, captured=0.5, ratio=0.99)]) is None
+
+
+def test_records_from_dict_reads_records_with_and_without_peers():
+    rec = replace(_record("a", 8, headroom=0.2, captured=0.5, ratio=0.99), best_known=9.0,
+                  best_known_by="long, seed 0",
+                  peers=peer_runs.peer_rows([PeerRun("long", 0, 9.0, 1.0)], 9.0),
+                  peer_runs=[PeerRun("long", 0, 9.0, 1.0)])
+    assert runs.records_from_dict(json.loads(json.dumps(asdict(rec)))) == rec
+    old = asdict(rec)
+    for name in ("best_known", "best_known_by", "peers", "peer_runs"):
+        del old[name]  # a record of a run before the peers section
+    back = runs.records_from_dict(old)
+    assert back.peers == [] and back.peer_runs == [] and back.best_known is None
+
+
+def test_missing_peers_are_skipped_with_a_note(monkeypatch):
+    def available(packages):
+        gone = {"bkmeans", "faiss"}
+        return ([p for p in dict.fromkeys(packages) if p not in gone],
+                {p: f"No module named {p!r}" for p in dict.fromkeys(packages) if p in gone})
+
+    monkeypatch.setattr(peers_module, "available", available)
+    chosen, missing = peer_runs.select_peers()
+    assert [p.name for p in chosen] == ["kmeans-1", "kmeans-10", "learned"]
+    note = peer_runs.skipped_note(missing)
+    assert "bkmeans (bkm, long)" in note and "faiss (faiss-1, faiss-10)" in note
+    assert '".[bench]"' in note and "\n" not in note
+    assert peer_runs.select_peers(enabled=False) == ([], {})
+
+
+def test_run_peers_rotates_and_reuses_the_reference_fit():
+    X = np.random.default_rng(0).standard_normal((60, 2))
+    reference = PeerRun("kmeans-10", 0, 123.0, 9.0)
+    made = peer_runs.run_peers(X, 3, [0, 1], [PEERS["kmeans-1"], PEERS["kmeans-10"]],
+                               done=[reference])
+    assert [(r.method, r.seed) for r in made] == [
+        ("kmeans-1", 0), ("kmeans-10", 0), ("kmeans-10", 1), ("kmeans-1", 1)]
+    assert made[1] is reference  # not fitted again
+    from sklearn.cluster import KMeans
+
+    km = KMeans(3, n_init=1, random_state=1).fit(X)
+    assert made[3].inertia == pytest.approx(km.inertia_) and made[3].seconds > 0
+
+
+def test_bkm_and_faiss_peers_on_a_tiny_shape():
+    pytest.importorskip("bkmeans")
+    pytest.importorskip("faiss")
+    from sklearn.datasets import make_blobs
+
+    X, _ = make_blobs(300, 4, centers=6, random_state=0)
+    chosen, missing = peer_runs.select_peers()
+    assert missing == {} and [p.name for p in chosen] == list(PEERS)
+    made = peer_runs.run_peers(X, 6, [0, 1], chosen)
+    assert [(r.method, r.seed) for r in made[:len(PEERS)]] == [(m, 0) for m in PEERS]
+    assert sorted(r.method for r in made[len(PEERS):]) == sorted(PEERS)
+    best, _ = peer_runs.best_known(made)
+    rows = peer_runs.peer_rows(made, best)
+    assert [r.method for r in rows] == list(PEERS)
+    assert all(r.gap >= 0 and np.isfinite(r.gap) and r.seconds > 0 for r in rows)
+    assert min(r.gap for r in rows) == 0.0
+
+
+def test_quick_run_records(tmp_path, capsys, monkeypatch):
     pytest.importorskip("matplotlib")
+    real = peers_module.available
+
+    def available(packages):  # as where the bench extra is not installed
+        ok, missing = real([p for p in packages if p not in ("bkmeans", "faiss")])
+        return ok, {**missing, **{p: "not installed" for p in packages
+                                  if p in ("bkmeans", "faiss")}}
+
+    monkeypatch.setattr(peers_module, "available", available)
     out, png = tmp_path / "shapes.json", tmp_path / "shapes.png"
     assert main(["bench", "shapes", "--preset", "quick", "--seeds", "1", "--out", str(out),
                  "--plot", str(png)]) == 0
@@ -112,8 +212,28 @@ def test_quick_run_records(tmp_path, capsys):
         # the estimator's contract: never above Lloyd's run from the same start
         assert plus["estimator_ratio"] <= 1 + 1e-9 and r["violations"] == 0
         assert plus["time_ratio"] == pytest.approx(plus["estimator_s"] / plus["lloyd_s"])
+        # peers: one fit per method and seed, the best known at most KMeans(n_init=10)'s
+        assert [(p["method"], p["seeds"]) for p in r["peers"]] == [
+            ("kmeans-1", 1), ("kmeans-10", 1), ("learned", 1)]
+        assert len(r["peer_runs"]) == 3
+        assert r["best_known"] <= r["best"] * (1 + 1e-9)
+        assert all(p["gap"] >= 0 for p in r["peers"]) and r["best_known_by"]
     assert payload["summary"]["violations"] == []
     assert payload["wall_seconds"] > 0 and "targets" in printed
+    assert printed.count("# peers skipped, not installed: bkmeans (bkm, long), faiss") == 1
+    assert "# peers: median over seeds" in printed
+    assert payload["peers"] == ["kmeans-1", "kmeans-10", "learned"]
+    assert set(payload["peers_skipped"]) == {"bkmeans", "faiss"}
+
+
+def test_no_peers(tmp_path, capsys):
+    out = tmp_path / "shapes.json"
+    assert main(["bench", "shapes", "--shapes", "quick-d1-k3", "--seeds", "1",
+                 "--no-peers", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    record = json.loads(out.read_text())["records"][0]
+    assert record["peers"] == [] and record["peer_runs"] == []
+    assert record["best_known"] is None and "# peers" not in printed
 
 
 def test_cli_rejects_unknown_shapes(capsys):

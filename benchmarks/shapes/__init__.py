@@ -36,14 +36,26 @@ Per shape, in one process (:func:`~benchmarks.shapes.runs.run_shape`):
    median over shapes with k >= 32 of the shapes' median ratio is at most 0.995.
 4. **Time**: the estimator's fit over KMeans' fit from the same k-means++ start
    (``time_ratio``, median over seeds).
+5. **Peers** (:mod:`benchmarks.shapes.peer_runs`; ``--no-peers`` leaves them out): per
+   seed, one fit of each of ``KMeans(k, n_init=1, random_state=seed)``, ``KMeans(k,
+   n_init=10, random_state=seed)`` (seed 0's is the best known fit of step 2, not fitted
+   again), ``TransformerKMeans(k, learned_starts=1, random_state=seed)`` as users call
+   it, and where installed (the ``bench`` extra; a missing package is skipped with one
+   printed note) Breathing K-Means (``bkmeans.BKMeans(k, n_init=1)``) and faiss'
+   k-means with ``nredo`` 1 and 10 (:mod:`benchmarks.peers`), and a long search,
+   Breathing K-Means with ``n_init=10``, there to lower the best known. Each inertia
+   is :func:`skformer._base.labels_inertia` of the fitted centres on all of X.
+   ``best_known``: the lowest inertia of all these runs; per peer, ``gap``: the median
+   over seeds of ``inertia / best_known - 1``, and the median fit seconds (``peers``;
+   every fit in ``peer_runs``).
 
 Every ``TransformerKMeans`` here gets ``random_state=seed`` (the context sample) and
-``device`` (``--device``, default cpu). Inertias are each estimator's ``inertia_`` on all
-of X. Warnings of the fits (``ConvergenceWarning`` where a run ends with fewer distinct
-centres) are recorded per shape, not printed.
+``device`` (``--device``, default cpu). Inertias of steps 1-4 are each estimator's
+``inertia_`` on all of X. Warnings of the fits (``ConvergenceWarning`` where a run ends
+with fewer distinct centres) are recorded per shape, not printed.
 
 Run it with ``skformer bench shapes [--preset full|quick] [--shapes NAME,...]
-[--seeds N] [--out FILE.json] [--plot FILE.png]``; ``--list`` prints the grid. The full
+[--seeds N] [--no-peers] [--out FILE.json] [--plot FILE.png]``; ``--list`` prints the grid. The full
 grid takes hours on 2 CPU cores (``embed1024-k1000`` most: it runs last, on 12,000 rows,
 :data:`~benchmarks.shapes.data.EMBED1024_N`); the JSON file is rewritten after every
 shape.
@@ -59,6 +71,7 @@ from benchmarks.shapes.report import (
     ROOM,
     Summary,
     captured,
+    format_peers,
     format_row,
     format_summary,
     headroom,
@@ -68,6 +81,8 @@ from benchmarks.shapes.report import (
 from benchmarks.shapes.runs import (
     TOLERANCE,
     HeadroomSeed,
+    PeerRow,
+    PeerRun,
     PlusPlusSeed,
     ShapeRecord,
     distinct_rows,
@@ -86,6 +101,8 @@ __all__ = [
     "SHAPES",
     "TOLERANCE",
     "HeadroomSeed",
+    "PeerRow",
+    "PeerRun",
     "PlusPlusSeed",
     "Shape",
     "ShapeRecord",
@@ -93,6 +110,7 @@ __all__ = [
     "captured",
     "distinct_rows",
     "embeddings",
+    "format_peers",
     "format_row",
     "format_summary",
     "headroom",

@@ -1,8 +1,8 @@
 """Numbers, tables and the figure of the shapes benchmark.
 
 The measures (:func:`headroom`, :func:`captured`), the judgement against the targets
-(:func:`summarise`), one markdown row per shape (:func:`format_row`) and the figure
-(:func:`plot_records`). See :mod:`benchmarks.shapes`.
+(:func:`summarise`), one markdown row per shape (:func:`format_row`), the peers' table
+(:func:`format_peers`) and the figure (:func:`plot_records`). See :mod:`benchmarks.shapes`.
 """
 
 from __future__ import annotations
@@ -12,14 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from benchmarks.shapes.peer_runs import PEERS
 from benchmarks.shapes.stats import captured, headroom, median
 
 if TYPE_CHECKING:  # pragma: no cover
     from benchmarks.shapes.runs import ShapeRecord
 
 __all__ = ["CAPTURED_TARGET", "HEADER", "LARGE_K", "RATIO_TARGET", "ROOM", "Summary",
-           "captured", "format_row", "format_summary", "headroom", "median", "plot_records",
-           "summarise"]
+           "captured", "format_peers", "format_row", "format_summary", "headroom", "median",
+           "plot_records", "summarise"]
 
 ROOM = 0.10
 """Headroom from which the captured share is judged."""
@@ -107,6 +108,32 @@ def format_row(r: ShapeRecord) -> str:
             f"{r.first_fit_s:.2f} / {r.first_fit_lloyd_s:.2f} | {'yes' if r.learned else 'no'} "
             f"| {_pct(r.headroom)} | {_pct(r.captured)} | {_num(r.ratio_median)} | {est} | "
             f"{_num(r.time_ratio_median, '.2f')} |")
+
+
+_PEER_HEADS = {p.name: p.label for p in PEERS.values()}
+
+
+def format_peers(records: Sequence[ShapeRecord]) -> str | None:
+    """A markdown table of the peers section, one row per shape with peers: the best
+    inertia known and the run that reached it, then per peer (the columns of those that
+    ran on some shape) its median gap to the best known and its median fit seconds;
+    None where no record has peers."""
+    records = [r for r in records if r.peers]
+    if not records:
+        return None
+    ran = {row.method for r in records for row in r.peers}
+    methods = [m for m in _PEER_HEADS if m in ran]
+    methods += sorted(ran.difference(methods))  # a record of other peers: last
+    lines = ["| shape | best known (run) | " + " | ".join(
+        _PEER_HEADS.get(m, m) + ": gap / s" for m in methods) + " |",
+        "|---" * (2 + len(methods)) + "|"]
+    for r in records:
+        rows = {row.method: row for row in r.peers}
+        cells = ["-" if m not in rows else
+                 f"{100 * rows[m].gap:.2f} % / {rows[m].seconds:.3g}" for m in methods]
+        lines.append(f"| {r.name} | {r.best_known:.6g} ({r.best_known_by}) | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def format_summary(s: Summary) -> str:

@@ -9,16 +9,25 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
 
 from benchmarks.shapes.data import Shape
+from benchmarks.shapes.peer_runs import (
+    Peer,
+    PeerRow,
+    PeerRun,
+    best_known,
+    peer_rows,
+    run_peers,
+    warm_up_peers,
+)
 from benchmarks.shapes.stats import captured, headroom, median
 
-__all__ = ["TOLERANCE", "HeadroomSeed", "PlusPlusSeed", "ShapeRecord", "distinct_rows",
-           "records_from_dict", "run_shape", "warm_up"]
+__all__ = ["TOLERANCE", "HeadroomSeed", "PeerRow", "PeerRun", "PlusPlusSeed", "ShapeRecord",
+           "distinct_rows", "records_from_dict", "run_shape", "warm_up"]
 
 TOLERANCE = 1e-9
 """The estimator's inertia may exceed Lloyd's from the same start by at most this
@@ -142,8 +151,20 @@ class ShapeRecord:
     """``os.getloadavg()`` at the end of the shape."""
     warnings: list[str] = field(default_factory=list)
     """Distinct warnings raised by the fits (first 200 characters each)."""
+    best_known: float | None = None
+    """The lowest inertia of every run on the shape: :attr:`peer_runs` and the
+    ``KMeans(k, n_init=10, random_state=0)`` of :attr:`best` (each by
+    :func:`skformer._base.labels_inertia`); None without peers (``--no-peers``, or a
+    record of a run before the peers section)."""
+    best_known_by: str | None = None
+    """``"METHOD, seed S"``: the run that reached :attr:`best_known`."""
+    peers: list[PeerRow] = field(default_factory=list)
+    """Per peer: seeds, median gap to :attr:`best_known` and median seconds
+    (:mod:`benchmarks.shapes.peer_runs`)."""
     headroom_seeds: list[HeadroomSeed] = field(default_factory=list)
     plusplus_seeds: list[PlusPlusSeed] = field(default_factory=list)
+    peer_runs: list[PeerRun] = field(default_factory=list)
+    """Every fit of the peers section, in fit order."""
 
 
 def distinct_rows(X: np.ndarray, k: int, seed: int) -> np.ndarray:
@@ -168,10 +189,11 @@ def _timed(fit: Callable[[], object]) -> tuple[object, float]:
     return out, time.perf_counter() - t
 
 
-def warm_up(device: str = "cpu") -> float:
+def warm_up(device: str = "cpu", peers: Sequence[Peer] = ()) -> float:
     """Fit KMeans and TransformerKMeans (fast mode) once on tiny data, so that the first
     shape's ``first_fit_s`` does not pay for loading the compiled Lloyd kernel and the
-    thread pools; returns the seconds it took."""
+    thread pools, and every peer of ``peers`` (their libraries' first calls); returns
+    the seconds it took."""
     from sklearn.cluster import KMeans
 
     from skformer import TransformerKMeans
@@ -180,6 +202,9 @@ def warm_up(device: str = "cpu") -> float:
     t = time.perf_counter()
     KMeans(2, n_init=1, random_state=0).fit(X)
     TransformerKMeans(2, learned_starts=0, random_state=0, device=device).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warm_up_peers(peers, device)
     return time.perf_counter() - t
 
 
@@ -229,14 +254,18 @@ def records_from_dict(data: dict) -> ShapeRecord:
     record = ShapeRecord(**{k: v for k, v in data.items() if k in names})
     record.headroom_seeds = [HeadroomSeed(**s) for s in data.get("headroom_seeds", [])]
     record.plusplus_seeds = [PlusPlusSeed(**s) for s in data.get("plusplus_seeds", [])]
+    record.peers = [PeerRow(**s) for s in data.get("peers", [])]
+    record.peer_runs = [PeerRun(**s) for s in data.get("peer_runs", [])]
     return record
 
 
 def run_shape(shape: Shape, seeds: list[int], *, device: str = "cpu",
-              bits_seen: set[int] | None = None, X: np.ndarray | None = None) -> ShapeRecord:
+              bits_seen: set[int] | None = None, X: np.ndarray | None = None,
+              peers: Sequence[Peer] = ()) -> ShapeRecord:
     """Every measurement of ``shape``, in this order: the first fits (learned, then fast
-    mode), the model choice, the best known clustering, then per seed the random-start
-    runs and the k-means++ runs.
+    mode), the model choice, the best known clustering, per seed the random-start runs
+    and the k-means++ runs, then the peers section (one fit of each of ``peers`` per
+    seed: :func:`~benchmarks.shapes.peer_runs.run_peers`).
 
     ``bits_seen`` holds the code widths of the shapes run before in this process; this
     shape's is added. ``X`` replaces ``shape.make()`` (tests)."""
@@ -244,6 +273,7 @@ def run_shape(shape: Shape, seeds: list[int], *, device: str = "cpu",
 
     from benchmarks.equal_time.runs import load
     from skformer import TransformerKMeans
+    from skformer._base import labels_inertia
     from skformer.store.generic import code_bits
     from skformer.store.selection import choose_model
 
@@ -265,7 +295,12 @@ def run_shape(shape: Shape, seeds: list[int], *, device: str = "cpu",
         best, best_s = _timed(lambda: KMeans(k, n_init=10, random_state=0).fit(X))
         rooms = [_headroom_seed(X, k, s, device) for s in seeds]
         pluses = [_plusplus_seed(X, k, s, device) for s in seeds]
+        # the best known fit is seed 0's KMeans(n_init=10): not fitted again
+        reference = PeerRun("kmeans-10", 0, float(labels_inertia(X, best.cluster_centers_)[1]),
+                            best_s)
+        peer_list = run_peers(X, k, seeds, peers, device=device, done=[reference])
     best_inertia = float(best.inertia_)
+    known = best_known([reference, *peer_list]) if peers else None
     lloyd20 = [r.lloyd20 for r in rooms]
     ratios = [r.estimator_ratio for r in pluses]
     return ShapeRecord(
@@ -285,5 +320,8 @@ def run_shape(shape: Shape, seeds: list[int], *, device: str = "cpu",
         time_ratio_median=median(r.time_ratio for r in pluses),
         seconds=time.perf_counter() - t0, loadavg=load(),
         warnings=sorted({f"{w.category.__name__}: {str(w.message)[:200]}" for w in caught}),
-        headroom_seeds=rooms, plusplus_seeds=pluses,
+        best_known=None if known is None else known[0],
+        best_known_by=None if known is None else known[1],
+        peers=[] if known is None else peer_rows(peer_list, known[0]),
+        headroom_seeds=rooms, plusplus_seeds=pluses, peer_runs=peer_list,
     )
