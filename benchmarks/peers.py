@@ -17,7 +17,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-__all__ = ["FAISS_NITER", "FaissKMeans", "available", "bkm", "faiss", "limit_all_threads"]
+__all__ = ["FAISS_NITER", "FaissKMeans", "available", "bkm", "faiss", "limit_all_threads",
+           "limit_threads"]
 
 FAISS_NITER = 25
 """``niter`` of faiss' k-means: faiss' own default (it runs that many steps, no test of
@@ -84,11 +85,31 @@ def available(packages: Sequence[str]) -> tuple[list[str], dict[str, str]]:
 
 
 @contextlib.contextmanager
-def limit_all_threads(threads: int | None) -> Iterator[None]:
-    """:func:`benchmarks.equal_time.runs.limit_threads` (OpenMP and BLAS pools, torch),
-    and faiss' OpenMP threads where faiss is imported; all restored on exit."""
-    from benchmarks.equal_time.runs import limit_threads
+def limit_threads(threads: int | None) -> Iterator[None]:
+    """Run the estimators on at most ``threads`` threads (None: as the libraries choose).
 
+    KMeans' OpenMP and BLAS pools through :func:`threadpoolctl.threadpool_limits`, torch's
+    through :func:`torch.set_num_threads`; both are restored on exit.
+    """
+    if threads is None:
+        yield
+        return
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(threads):
+            yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def limit_all_threads(threads: int | None) -> Iterator[None]:
+    """:func:`limit_threads` (OpenMP and BLAS pools, torch), and faiss' OpenMP threads
+    where faiss is imported; all restored on exit."""
     module = sys.modules.get("faiss") if threads is not None else None
     before = module.omp_get_max_threads() if module is not None else None
     with limit_threads(threads):

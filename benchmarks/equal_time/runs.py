@@ -5,15 +5,15 @@ See :mod:`benchmarks.equal_time` for the protocol.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from benchmarks import peers as _peers
+from benchmarks.peers import limit_threads
 from benchmarks.versus_kmeans.data import Dataset
 
 __all__ = [
@@ -183,26 +183,6 @@ def load() -> tuple[float, float, float]:
         return (float("nan"),) * 3
 
 
-@contextlib.contextmanager
-def limit_threads(threads: int | None) -> Iterator[None]:
-    """Run both estimators on at most ``threads`` threads (None: as the libraries choose).
-
-    KMeans' OpenMP and BLAS pools through :func:`threadpoolctl.threadpool_limits`, torch's
-    through :func:`torch.set_num_threads`; both are restored on exit.
-    """
-    if threads is None:
-        yield
-        return
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        with threadpool_limits(threads):
-            yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def run_dataset(dataset: Dataset, seeds: Sequence[int], *, n_inits: Sequence[int],
