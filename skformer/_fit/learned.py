@@ -331,8 +331,9 @@ class LearnedPhase:
         At each of the setup's temperature scales (:func:`learned_search`): every
         step of the model's schedule runs (soft steps may raise the objective on the
         way); after it, the steps stop when the squared centre shift is within ``tol``
-        (fit frame), when the objective has not improved by a relative ``rel_tol`` for
-        three steps, or after ``max_iter`` steps in all.
+        (fit frame), when the objective has not improved by a relative ``rel_tol`` (or
+        the setup's ``least_gain``, where larger) for :data:`PATIENCE` steps, or after
+        ``max_iter`` steps in all.
 
         Returns
         -------
