@@ -13,12 +13,13 @@ from __future__ import annotations
 import contextlib
 import importlib
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["FAISS_NITER", "FaissKMeans", "available", "bkm", "faiss", "limit_all_threads",
-           "limit_threads"]
+__all__ = ["FAISS_NITER", "FaissKMeans", "Method", "available", "bkm", "builds", "faiss",
+           "limit_all_threads", "limit_threads", "split_available"]
 
 FAISS_NITER = 25
 """``niter`` of faiss' k-means: faiss' own default (it runs that many steps, no test of
@@ -63,6 +64,53 @@ def faiss(n_clusters: int, seed: int, nredo: int = 1) -> FaissKMeans:
     return FaissKMeans(n_clusters, nredo=nredo, seed=seed)
 
 
+@dataclass(frozen=True)
+class Method:
+    """One estimator configuration of a benchmark: a name, its family and a factory."""
+
+    name: str
+    family: str
+    """``"kmeans"``, ``"bkm"``, ``"faiss"``, ``"skformer"`` or ``"long"`` (a long
+    search, only to lower the best inertia known)."""
+    label: str
+    """Its name in tables and figures."""
+    package: str
+    """The module it needs; where that is not importable, the method is skipped."""
+    build: Callable[[int, int, str], object] = field(repr=False, compare=False)
+    """``build(k, seed, device)``: an unfitted estimator whose ``fit(X)`` sets
+    ``cluster_centers_``."""
+    n_init: int | None = None
+    """KMeans' ``n_init`` (the curve), else None."""
+
+
+def builds(family: str, value: int | None = None, **params) -> Callable[[int, int, str], object]:
+    """A :attr:`Method.build`: ``"kmeans"`` (``KMeans(n_init=value)``), ``"bkm"``
+    (:func:`bkm` with ``n_init=value``), ``"faiss"`` (:func:`faiss` with
+    ``nredo=value``) or ``"skformer"`` (``TransformerKMeans(**params)``), each with
+    ``random_state`` (faiss: ``seed``) the run's seed.
+
+    Examples
+    --------
+    >>> builds("kmeans", 4)(3, 0, "cpu")
+    KMeans(n_clusters=3, n_init=4, random_state=0)
+    """
+    def build(k: int, seed: int, device: str):
+        if family == "kmeans":
+            from sklearn.cluster import KMeans
+
+            return KMeans(k, n_init=value, random_state=seed)
+        if family == "bkm":
+            return bkm(k, seed, value)
+        if family == "faiss":
+            return faiss(k, seed, value)
+        from skformer import TransformerKMeans
+
+        return TransformerKMeans(k, random_state=seed, device=device, **params)
+    if family not in ("kmeans", "bkm", "faiss", "skformer"):
+        raise ValueError(f"unknown family {family!r}")
+    return build
+
+
 def available(packages: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     """The packages of ``packages`` that import (imported now, so that thread limits set
     later reach their thread pools), and ``{package: why}`` of those that do not.
@@ -82,6 +130,13 @@ def available(packages: Sequence[str]) -> tuple[list[str], dict[str, str]]:
             continue
         ok.append(package)
     return ok, missing
+
+
+def split_available(methods: Sequence[Method]) -> tuple[list[Method], dict[str, str]]:
+    """The methods whose package imports (:func:`available`), and ``{package: why}`` of
+    those that do not."""
+    ok, missing = available([m.package for m in methods])
+    return [m for m in methods if m.package in ok], missing
 
 
 @contextlib.contextmanager

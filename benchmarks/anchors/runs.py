@@ -9,13 +9,19 @@ import gc
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from benchmarks import peers
 from benchmarks.equal_time.runs import fit_order
-from benchmarks.peers import FAISS_NITER, FaissKMeans, limit_all_threads
+from benchmarks.peers import (
+    FAISS_NITER,
+    FaissKMeans,
+    Method,
+    limit_all_threads,
+    split_available,
+)
 
 __all__ = [
     "FAISS_NITER",
@@ -40,71 +46,26 @@ WARMUP_ROWS = 2000
 pools, loading the learned model for the shape) does not depend on ``n``."""
 
 
-@dataclass(frozen=True)
-class Method:
-    """One estimator configuration: a name, its family and a factory."""
-
-    name: str
-    family: str
-    """``"kmeans"``, ``"bkm"``, ``"faiss"``, ``"skformer"`` or ``"long"`` (the long
-    search, only to lower the best inertia known)."""
-    label: str
-    """Its name in tables and figures."""
-    package: str
-    """The module it needs; where that is not importable, the method is skipped."""
-    build: Callable[[int, int, str], object] = field(repr=False, compare=False)
-    """``build(k, seed, device)``: an unfitted estimator whose ``fit(X)`` sets
-    ``cluster_centers_``."""
-    n_init: int | None = None
-    """KMeans' ``n_init`` (the curve), else None."""
-
-
-def _kmeans(n_init: int):
-    def build(k, seed, device):
-        from sklearn.cluster import KMeans
-
-        return KMeans(k, n_init=n_init, random_state=seed)
-    return build
-
-
-def _bkm(n_init: int):
-    def build(k, seed, device):
-        return peers.bkm(k, seed, n_init)
-    return build
-
-
-def _faiss(nredo: int):
-    def build(k, seed, device):
-        return peers.faiss(k, seed, nredo)
-    return build
-
-
-def _ours(**params):
-    def build(k, seed, device):
-        from skformer import TransformerKMeans
-
-        return TransformerKMeans(k, random_state=seed, device=device, **params)
-    return build
-
-
 _TK = "TransformerKMeans"
 METHODS: dict[str, Method] = {m.name: m for m in [
-    *(Method(f"kmeans-{n}", "kmeans", f"KMeans (n_init={n})", "sklearn.cluster", _kmeans(n), n)
+    *(Method(f"kmeans-{n}", "kmeans", f"KMeans (n_init={n})", "sklearn.cluster",
+             peers.builds("kmeans", n), n)
       for n in KMEANS_N_INITS),
-    Method("bkm", "bkm", "Breathing K-Means", "bkmeans", _bkm(1)),
-    Method("faiss-1", "faiss", "faiss k-means (nredo=1)", "faiss", _faiss(1)),
-    Method("faiss-10", "faiss", "faiss k-means (nredo=10)", "faiss", _faiss(10)),
-    Method("fast", "skformer", f"{_TK} (fast mode)", "skformer", _ours()),
+    Method("bkm", "bkm", "Breathing K-Means", "bkmeans", peers.builds("bkm", 1)),
+    Method("faiss-1", "faiss", "faiss k-means (nredo=1)", "faiss", peers.builds("faiss", 1)),
+    Method("faiss-10", "faiss", "faiss k-means (nredo=10)", "faiss", peers.builds("faiss", 10)),
+    Method("fast", "skformer", f"{_TK} (fast mode)", "skformer", peers.builds("skformer")),
     Method("breathing", "skformer", f"{_TK} (breathing, Lloyd only)", "skformer",
-           _ours(learned_starts=0, breathing_depth=5)),
+           peers.builds("skformer", learned_starts=0, breathing_depth=5)),
     # Breathing deeper, in about the learned mode's time: what Lloyd alone buys with it.
     Method("breathing-10", "skformer", f"{_TK} (breathing depth 10, Lloyd only)",
-           "skformer", _ours(learned_starts=0, breathing_depth=10)),
+           "skformer", peers.builds("skformer", learned_starts=0, breathing_depth=10)),
     Method("learned-only", "skformer", f"{_TK} (learned steps only)", "skformer",
-           _ours(learned_starts=1, breathing_depth=0)),
+           peers.builds("skformer", learned_starts=1, breathing_depth=0)),
     Method("learned", "skformer", f"{_TK} (learned_starts=1)", "skformer",
-           _ours(learned_starts=1)),
-    Method("long", "long", "long search: Breathing K-Means (n_init=10)", "bkmeans", _bkm(10)),
+           peers.builds("skformer", learned_starts=1)),
+    Method("long", "long", "long search: Breathing K-Means (n_init=10)", "bkmeans",
+           peers.builds("bkm", 10)),
 ]}
 """Every method by name, in the order of a seed's first round."""
 
@@ -134,13 +95,6 @@ def select_methods(names: Sequence[str]) -> list[Method]:
                              f"{', '.join([*METHOD_GROUPS, *METHODS])}")
         wanted.update(group)
     return [m for n, m in METHODS.items() if n in wanted]
-
-
-def split_available(methods: Sequence[Method]) -> tuple[list[Method], dict[str, str]]:
-    """The methods whose package imports (:func:`benchmarks.peers.available`), and
-    ``{package: why}`` of those that do not."""
-    ok, missing = peers.available([m.package for m in methods])
-    return [m for m in methods if m.package in ok], missing
 
 
 @dataclass(frozen=True)

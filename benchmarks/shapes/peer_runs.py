@@ -15,64 +15,35 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from benchmarks import peers
+from benchmarks.peers import Method, split_available
 from benchmarks.shapes.stats import median
 
-__all__ = ["PEERS", "Peer", "PeerRow", "PeerRun", "best_known", "peer_rows",
+__all__ = ["PEERS", "PeerRow", "PeerRun", "best_known", "peer_rows",
            "run_peers", "select_peers", "skipped_note", "warm_up_peers"]
 
 
-@dataclass(frozen=True)
-class Peer:
-    """One method of the peers section: a name, its label, the module it needs, a
-    factory."""
-
-    name: str
-    label: str
-    package: str
-    """Where this module does not import, the peer is skipped (:func:`select_peers`)."""
-    build: Callable[[int, int, str], object] = field(repr=False, compare=False)
-    """``build(k, seed, device)``: an unfitted estimator whose ``fit(X)`` sets
-    ``cluster_centers_``."""
-
-
-def _kmeans(n_init: int):
-    def build(k, seed, device):
-        from sklearn.cluster import KMeans
-
-        return KMeans(k, n_init=n_init, random_state=seed)
-    return build
-
-
-def _learned(k, seed, device):
-    from skformer import TransformerKMeans
-
-    return TransformerKMeans(k, learned_starts=1, random_state=seed, device=device)
-
-
-def _bkm(n_init: int):
-    return lambda k, seed, device: peers.bkm(k, seed, n_init)
-
-
-def _faiss(nredo: int):
-    return lambda k, seed, device: peers.faiss(k, seed, nredo)
-
-
-PEERS: dict[str, Peer] = {p.name: p for p in [
-    Peer("kmeans-1", "KMeans (n_init=1)", "sklearn.cluster", _kmeans(1)),
-    Peer("kmeans-10", "KMeans (n_init=10)", "sklearn.cluster", _kmeans(10)),
-    Peer("learned", "TransformerKMeans (learned_starts=1)", "skformer", _learned),
-    Peer("bkm", "Breathing K-Means", "bkmeans", _bkm(1)),
-    Peer("faiss-1", "faiss k-means (nredo=1)", "faiss", _faiss(1)),
-    Peer("faiss-10", "faiss k-means (nredo=10)", "faiss", _faiss(10)),
-    # bkmeans' n_init is the k-means++ runs of its first KMeans, not whole breathing
-    # runs: the long search costs about KMeans(n_init=10) more than one BKM fit.
-    Peer("long", "long search (Breathing K-Means, n_init=10)", "bkmeans", _bkm(10)),
+_TK = "TransformerKMeans"
+# bkmeans' n_init is the k-means++ runs of its first KMeans, not whole breathing runs:
+# the long search costs about KMeans(n_init=10) more than one BKM fit.
+PEERS: dict[str, Method] = {m.name: m for m in [
+    Method("kmeans-1", "kmeans", "KMeans (n_init=1)", "sklearn.cluster",
+           peers.builds("kmeans", 1), 1),
+    Method("kmeans-10", "kmeans", "KMeans (n_init=10)", "sklearn.cluster",
+           peers.builds("kmeans", 10), 10),
+    Method("learned", "skformer", f"{_TK} (learned_starts=1)", "skformer",
+           peers.builds("skformer", learned_starts=1)),
+    Method("bkm", "bkm", "Breathing K-Means", "bkmeans", peers.builds("bkm", 1)),
+    Method("faiss-1", "faiss", "faiss k-means (nredo=1)", "faiss", peers.builds("faiss", 1)),
+    Method("faiss-10", "faiss", "faiss k-means (nredo=10)", "faiss",
+           peers.builds("faiss", 10)),
+    Method("long", "long", "long search (Breathing K-Means, n_init=10)", "bkmeans",
+           peers.builds("bkm", 10)),
 ]}
 """The peers, each fitted once per seed, in the order of a seed's first round (later
 rounds rotate it: :func:`benchmarks.equal_time.runs.fit_order`)."""
@@ -102,14 +73,13 @@ class PeerRow:
     """Median wall time of a fit."""
 
 
-def select_peers(enabled: bool = True) -> tuple[list[Peer], dict[str, str]]:
+def select_peers(enabled: bool = True) -> tuple[list[Method], dict[str, str]]:
     """The peers to run (of :data:`PEERS`) whose package imports
-    (:func:`benchmarks.peers.available`), and ``{package: why}`` of those that do not;
+    (:func:`benchmarks.peers.split_available`), and ``{package: why}`` of those that do not;
     none and ``{}`` where ``enabled`` is False."""
     if not enabled:
         return [], {}
-    ok, missing = peers.available([p.package for p in PEERS.values()])
-    return [p for p in PEERS.values() if p.package in ok], missing
+    return split_available(list(PEERS.values()))
 
 
 def skipped_note(missing: Mapping[str, str]) -> str | None:
@@ -171,7 +141,7 @@ def peer_rows(runs: Sequence[PeerRun], best: float) -> list[PeerRow]:
                     median(r.seconds for r in rs)) for method, rs in by_method.items()]
 
 
-def _fit(peer: Peer, X: np.ndarray, k: int, seed: int, device: str) -> PeerRun:
+def _fit(peer: Method, X: np.ndarray, k: int, seed: int, device: str) -> PeerRun:
     from skformer._base import labels_inertia
 
     est = peer.build(k, int(seed), device)
@@ -183,7 +153,7 @@ def _fit(peer: Peer, X: np.ndarray, k: int, seed: int, device: str) -> PeerRun:
     return PeerRun(peer.name, int(seed), float(labels_inertia(X, centres)[1]), seconds)
 
 
-def run_peers(X: np.ndarray, k: int, seeds: Sequence[int], peer_list: Sequence[Peer], *,
+def run_peers(X: np.ndarray, k: int, seeds: Sequence[int], peer_list: Sequence[Method], *,
               device: str = "cpu", done: Sequence[PeerRun] = ()) -> list[PeerRun]:
     """One fit of every peer of ``peer_list`` per seed; the round of the seed at index
     ``i`` is ``peer_list`` rotated left by ``i``.
@@ -205,7 +175,7 @@ def run_peers(X: np.ndarray, k: int, seeds: Sequence[int], peer_list: Sequence[P
     return runs
 
 
-def warm_up_peers(peer_list: Sequence[Peer], device: str = "cpu") -> None:
+def warm_up_peers(peer_list: Sequence[Method], device: str = "cpu") -> None:
     """Fit every peer once on tiny data, so that the first shape's times do not pay for
     their libraries' first calls."""
     X = np.random.default_rng(0).standard_normal((64, 2))

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from benchmarks.peers import Method
 from benchmarks.shapes.data import Shape
 from benchmarks.shapes.peer_runs import (
-    Peer,
     PeerRow,
     PeerRun,
     best_known,
@@ -189,7 +189,7 @@ def _timed(fit: Callable[[], object]) -> tuple[object, float]:
     return out, time.perf_counter() - t
 
 
-def warm_up(device: str = "cpu", peers: Sequence[Peer] = ()) -> float:
+def warm_up(device: str = "cpu", peers: Sequence[Method] = ()) -> float:
     """Fit KMeans and TransformerKMeans (fast mode) once on tiny data, so that the first
     shape's ``first_fit_s`` does not pay for loading the compiled Lloyd kernel and the
     thread pools, and every peer of ``peers`` (their libraries' first calls); returns
@@ -261,7 +261,7 @@ def records_from_dict(data: dict) -> ShapeRecord:
 
 def run_shape(shape: Shape, seeds: list[int], *, device: str = "cpu",
               bits_seen: set[int] | None = None, X: np.ndarray | None = None,
-              peers: Sequence[Peer] = ()) -> ShapeRecord:
+              peers: Sequence[Method] = ()) -> ShapeRecord:
     """Every measurement of ``shape``, in this order: the first fits (learned, then fast
     mode), the model choice, the best known clustering, per seed the random-start runs
     and the k-means++ runs, then the peers section (one fit of each of ``peers`` per
