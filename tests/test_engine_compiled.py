@@ -21,6 +21,7 @@ from skformer._fit import FitSpec, as_source, fit, kernels
 from skformer._fit.engine import choose_backend
 from skformer._fit.engine.base import LloydStats, end_step
 from skformer._fit.engine.compiled import (
+    WARM_GRID_LOW,
     CompiledBackend,
     Grid,
     GridStep,
@@ -256,10 +257,12 @@ def _trajectory(x, k, rng):
     yield c
 
 
+@pytest.mark.parametrize("half_gaps", [False, True])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("k", [1, 2, 7, 40])
 @pytest.mark.parametrize("data", ["blobs", "grid"])  # grid: integers, exact ties
-def test_row_bounds_skip_products_but_change_no_bit(global_random_seed, dtype, k, data):
+def test_row_bounds_skip_products_but_change_no_bit(global_random_seed, dtype, k, data,
+                                                     half_gaps):
     # Oracle: the same step with every product computed. Steps through one run's
     # bounds, with weights, several chunks and blocks on two threads, give the sums and
     # labels of fresh, full steps, to the last bit; and rows were skipped.
@@ -271,7 +274,7 @@ def test_row_bounds_skip_products_but_change_no_bit(global_random_seed, dtype, k
     x = x.astype(dtype)
     t = tokens_of(x)
     w = rng.uniform(0.5, 2, len(x)) if global_random_seed % 2 else None
-    bounds = RowBounds(t, k)
+    bounds = RowBounds(t, k, half_gaps)
     skipped = 0
     for c in _trajectory(x, k, rng):
         cct = np.ascontiguousarray(augmented(c, dtype).T)
@@ -287,14 +290,15 @@ def test_row_bounds_skip_products_but_change_no_bit(global_random_seed, dtype, k
     assert skipped > len(x)
 
 
-def test_row_bounds_hold_the_exact_distances(global_random_seed):
+@pytest.mark.parametrize("half_gaps", [False, True])
+def test_row_bounds_hold_the_exact_distances(global_random_seed, half_gaps):
     # After steps through a run, each row's bounds enclose its exact distances: the
     # nearest centre's at most `upper`, every other one's at least `lower`.
     rng = np.random.default_rng(global_random_seed)
     x = (rng.normal(size=(800, 4)) + rng.integers(0, 5, size=(800, 1)) * 3.0)
     x = x.astype(np.float32)
     t = tokens_of(x)
-    bounds = RowBounds(t, 6)
+    bounds = RowBounds(t, 6, half_gaps)
     for c in _trajectory(x, 6, rng):
         cct = np.ascontiguousarray(augmented(c, np.float32).T)
         grid_sums(t, None, cct, rows=256, threads=1, bounds=bounds)
@@ -303,6 +307,27 @@ def test_row_bounds_hold_the_exact_distances(global_random_seed):
         assert (own <= bounds.rows[0]).all()
         others = np.where(np.arange(6) == bounds.labels[:, None], np.inf, exact).min(1)
         assert (others >= bounds.rows[1]).all()
+
+
+def test_one_far_centre_moving_keeps_the_other_rows_bounds(global_random_seed):
+    # Hamerly's half-gap test: one centre jumps far (as a global move does), so every
+    # row's lower bound drops by that shift, yet a row well inside its own cluster still
+    # keeps its centre by the half distance from it to the next centre; the sums stay
+    # those of the full products, to the bit.
+    rng = np.random.default_rng(global_random_seed)
+    means = np.arange(8)[:, None] * np.array([[10.0, 0.0]])
+    x = (rng.normal(size=(1600, 2)) + means[rng.integers(0, 8, 1600)]).astype(np.float32)
+    t = tokens_of(x)
+    bounds = RowBounds(t, 8, half_gaps=True)
+    c = means.astype(np.float32)
+    cct = np.ascontiguousarray(augmented(c, np.float32).T)
+    grid_sums(t, None, cct, rows=256, threads=1, bounds=bounds)
+    c[0] += 25.0  # the far centre's shift lowers every other row's bound below it
+    cct = np.ascontiguousarray(augmented(c, np.float32).T)
+    kept = grid_sums(t, None, cct, rows=256, threads=1, bounds=bounds)
+    np.testing.assert_array_equal(kept, grid_sums(t, None, cct, rows=256, threads=1))
+    assert bounds.moves[1, 1:].min() >= 25.0  # the largest shift of the others
+    assert bounds.computed < len(x) // 3
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -339,14 +364,15 @@ class Recorded(CompiledBackend):
         return step
 
 
-@pytest.mark.parametrize("data", ["digits", "grid"])
+@pytest.mark.parametrize("data", ["digits", "digits-warm", "grid"])
 def test_a_fit_keeping_row_bounds_is_the_fit_without(data, global_random_seed):
     # A fit in memory, whose steps keep the rows' bounds and skip products (digits: by
-    # default; integer data full of exact ties: from the first step on), against the
-    # pass block by block, which computes every product: the same fit, to the last bit.
-    if data == "digits":
+    # default, or as the global moves' runs do; integer data full of exact ties: from
+    # the first step on), against the pass block by block, which computes every
+    # product: the same fit, to the last bit.
+    if data.startswith("digits"):
         X, k = load_digits().data, 10
-        grid = Grid()
+        grid = Grid() if data == "digits" else WARM_GRID_LOW
         assert k * (X.shape[1] + 1) >= grid.bounds_products
     else:
         rng = np.random.default_rng(global_random_seed)

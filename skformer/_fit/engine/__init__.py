@@ -30,18 +30,19 @@ def choose_backend(source: Source, k: int, model: ExactLloydModel | None = None,
     or without numba, the torch one. ``model`` with ``path="dense"``: its literal layer
     steps (the other backend scores). Where numba is, every backend ends its steps with
     the compiled kernel (:meth:`~.base.Backend.end_step`). ``warm``: the runs start near
-    a fixed point (the global moves'), so the compiled backend keeps row bounds from
-    their second step whatever ``k`` (:data:`~.compiled.WARM_GRID`)."""
+    a fixed point (the global moves'), so the compiled backend keeps row bounds early
+    whatever ``k``, with the centres' half-gaps in few features
+    (:func:`~.compiled.warm_grid`)."""
     compiled = kernels.load()
     if source.sparse:
         from .sparse import SparseBackend
 
         backend: Backend = SparseBackend(source, k)
     elif source.device.type == "cpu" and compiled is not None:
-        from .compiled import WARM_GRID, CompiledBackend
+        from .compiled import CompiledBackend, warm_grid
 
-        backend = CompiledBackend(source, k, grid=WARM_GRID) if warm else CompiledBackend(
-            source, k)
+        backend = (CompiledBackend(source, k, grid=warm_grid(source.n_features)) if warm
+                   else CompiledBackend(source, k))
     else:
         from .torch import TorchBackend
 

@@ -40,9 +40,9 @@ from ..kernels.step import NO_WEIGHTS
 from ..sources import Block, Source, merge_tree, sum_parts
 from .base import Backend, CentreCosts, LloydStats, Stepper, contingency, dense_norms
 
-__all__ = ["BOUNDS_AFTER", "BOUNDS_PRODUCTS", "BOUNDS_STOP", "CHUNK", "WARM_GRID",
-           "CompiledBackend", "Grid", "GridStep", "cpu_score", "grid_costs", "grid_edges",
-           "grid_sums"]
+__all__ = ["BOUNDS_AFTER", "BOUNDS_PRODUCTS", "BOUNDS_STOP", "CHUNK", "HALF_GAP_FEATURES",
+           "WARM_GRID", "WARM_GRID_LOW", "CompiledBackend", "Grid", "GridStep", "cpu_score",
+           "grid_costs", "grid_edges", "grid_sums", "warm_grid"]
 
 # Distances (rows x centres) per chunk: a chunk is the unit of work of a thread, large
 # enough that handing it over costs little beside its arithmetic, small enough that the
@@ -75,12 +75,28 @@ class Grid:
     """Most bytes of per-chunk sums one task holds."""
     resident: bool = True
     """Step data held in memory all at once (False: block by block, as a memmap)."""
+    half_gaps: bool = False
+    """Bounds that keep the centres' half-gaps (:class:`~..kernels.bounds.RowBounds`):
+    worth their ``k^2 d`` cost per step where few centres move far."""
 
 
 WARM_GRID = Grid(bounds_after=1, bounds_products=0)
 """The grid of runs that start near a fixed point (the global moves'): after a first
 step most rows keep their centre, so bounds pay from the second step on, even where a
 row's products are few."""
+# The most features for which warm runs keep the centres' half-gaps, from their first
+# step: below, a global move shifts one centre far and the others little, and the
+# half-gap test keeps the rows that the largest shift alone sends back to their
+# products; at digits' 64 features the rows' distances to their centre and to the next
+# are too alike for it to pay its upkeep.
+HALF_GAP_FEATURES = 31
+WARM_GRID_LOW = Grid(bounds_after=0, bounds_products=0, half_gaps=True)
+"""The grid of warm runs of at most :data:`HALF_GAP_FEATURES` features."""
+
+
+def warm_grid(n_features: int) -> Grid:
+    """The grid of runs that start near a fixed point, for rows of ``n_features``."""
+    return WARM_GRID_LOW if n_features <= HALF_GAP_FEATURES else WARM_GRID
 
 
 def augmented(c: np.ndarray, dtype, out: np.ndarray | None = None) -> np.ndarray:
@@ -143,8 +159,7 @@ def grid_sums(tokens: np.ndarray, w: np.ndarray | None, cct: np.ndarray, rows: i
     width, k = cct.shape
     wt = NO_WEIGHTS if w is None else np.ascontiguousarray(w, np.float64)
     prune = False if bounds is None else bounds.advance(cct)
-    kept = NO_BOUNDS if bounds is None else (bounds.labels, bounds.rows, bounds.moves,
-                                             bounds.slack)
+    kept = NO_BOUNDS if bounds is None else bounds.kernel_arrays
     edges, block = grid_edges(m, rows, block_rows or m)
     if len(block) <= 1:  # one chunk: no tasks
         out = np.zeros((1, k, width))
@@ -261,7 +276,8 @@ class GridStep:
         # steps are left before it starts them (again) and the wait after a pause.
         self._may = bounds and k * width >= grid.bounds_products
         self._active = False
-        self._until = self._wait = grid.bounds_after
+        self._until = grid.bounds_after
+        self._wait = max(1, grid.bounds_after)
 
     def __call__(self, c: np.ndarray) -> list[LloydStats]:
         """Each block's sums (k, d) and masses (k,), float64, from centres ``c`` (k, d)."""
@@ -287,7 +303,7 @@ class GridStep:
                 self._until -= 1
                 return None
             if self.bounds is None:
-                self.bounds = RowBounds(self.tokens, k)
+                self.bounds = RowBounds(self.tokens, k, self.grid.half_gaps)
             else:
                 self.bounds.restart()
             self._active = True

@@ -16,22 +16,33 @@ import numpy as np
 
 from .cache import helper, kernel
 
-__all__ = ["NO_BOUNDS", "RowBounds", "keeps_centre", "move_bounds", "set_bounds"]
+__all__ = ["NO_BOUNDS", "RowBounds", "half_gaps", "keeps_centre", "move_bounds",
+           "set_bounds"]
 
 # A bound moved outward (up) or inward (down) past a float64 rounding or two.
 _OUT = 1.0 + 4 * np.finfo(np.float64).eps
 _IN = 1.0 - 4 * np.finfo(np.float64).eps
+# Exact half-gaps again once the largest shifts since the last add up to this share of
+# their mean.
+GAP_DRIFT = 0.25
 
 
 @helper
 def keeps_centre(row, labels, rows, moves, slack):  # pragma: no cover - compiled
     """Hamerly's test of ``row`` after the centres moved by ``moves``: its bounds are
-    moved (the distance to its centre at most ``up``, to any other at least ``down``)
-    and whether, past the rounding of the products (the margin, twice their bound), its
+    moved (the distance to its centre at most ``up``, to any other at least ``down``,
+    or at least twice the half-gap of its centre less ``up``, whichever is larger) and
+    whether, past the rounding of the products (the margin, twice their bound), its
     nearest centre is provably ``labels[row]``."""
     label = labels[row]
     up = (rows[0, row] + moves[0, label]) * _OUT
     down = (rows[1, row] - moves[1, label]) * _IN
+    # Every other centre lies at least twice the half-gap from the row's centre, so at
+    # least that less ``up`` from the row: a bound that the shift of a far centre does
+    # not lower (where most centres stay, as in the global moves' runs).
+    apart = (2.0 * moves[2, label] - up) * _IN
+    if apart > down:
+        down = apart
     rows[0, row] = up
     rows[1, row] = down
     return down > up and (down * down * _IN - up * up * _OUT
@@ -53,7 +64,9 @@ def set_bounds(row, best, low, second, labels, rows, slack):  # pragma: no cover
 def move_bounds(cct, centres, moves, slack, factors):  # pragma: no cover - compiled
     """:meth:`RowBounds.advance` of centres ``cct = [-2 c ; |c|^2]^T`` (D, k): the
     margin into ``slack`` (2,), each centre's shift from ``centres`` (k, d) float64 (then
-    overwritten by ``c``) and the largest shift of the others into ``moves`` (2, k);
+    overwritten by ``c``) and the largest shift of the others into ``moves[:2]`` (2, k);
+    each half-gap ``moves[2]`` lowered by half its centre's shift and the largest of the
+    others' (two centres come no closer than their distance less their shifts);
     ``factors``: the margin's slope, floor, the norms' and the shifts' rounding factors.
 """
     width, k = cct.shape
@@ -84,6 +97,35 @@ def move_bounds(cct, centres, moves, slack, factors):  # pragma: no cover - comp
     for j in range(k):
         moves[1, j] = largest
     moves[1, first] = second
+    for j in range(k):
+        moves[2, j] = max(0.0, (moves[2, j] - 0.5 * (moves[0, j] + moves[1, j])) * _IN)
+
+
+@kernel
+def half_gaps(c, out, margin):  # pragma: no cover - compiled
+    """Half the distance from each of the centres ``c`` (k, d) float64 to the nearest
+    other into ``out`` (k,) (0 for one centre), rounded down by the factor ``margin``
+    past the rounding of the float64 sums.
+
+    Examples
+    --------
+    >>> out = np.empty(3)
+    >>> half_gaps(np.array([[0.0, 0.0], [3.0, 4.0], [3.0, 6.0]]), out, 1.0)
+    >>> out.tolist()
+    [2.5, 1.0, 1.0]
+    """
+    k, d = c.shape
+    for j in range(k):
+        out[j] = np.inf if k > 1 else 0.0
+    for j in range(k):
+        for i in range(j + 1, k):
+            total = 0.0
+            for q in range(d):
+                diff = c[j, q] - c[i, q]
+                total += diff * diff
+            gap = 0.5 * np.sqrt(total) * margin
+            out[j] = min(out[j], gap)
+            out[i] = min(out[i], gap)
 
 
 class RowBounds:
@@ -97,7 +139,10 @@ class RowBounds:
     (|x|^2 + max |c|^2)`` (``eps`` of the data's dtype; at least twice the rounding of
     those values, whatever the order of the sums). When the centres move, ``upper``
     grows by the row's centre's shift and ``lower`` shrinks by the largest shift of the
-    others. A row whose ``lower^2 - upper^2`` then exceeds the margin of the new centres
+    others; with ``half_gaps``, ``lower`` is at least twice its centre's half-gap less
+    ``upper`` (Hamerly's second test: it holds where one far centre moved much and the
+    others little, as in the runs of the global moves; it costs ``k^2 d / 2`` products
+    per step). A row whose ``lower^2 - upper^2`` then exceeds the margin of the new centres
     has the same nearest centre by the step's own arithmetic, strictly (no tie), so it
     is not recomputed: every step's assignment, sums and centres are those of the full
     products, bit for bit. Holds 28 bytes per row.
@@ -108,6 +153,8 @@ class RowBounds:
         The rows of the run, as tokens ``[x ; 1]`` (float32 or float64).
     k : int
         The number of centres.
+    half_gaps : bool, default=False
+        Keep the centres' half-gaps.
 
     Examples
     --------
@@ -122,8 +169,9 @@ class RowBounds:
     array([0, 0, 1], dtype=int32)
     """
 
-    def __init__(self, tokens: np.ndarray, k: int):
+    def __init__(self, tokens: np.ndarray, k: int, half_gaps: bool = False):
         m, width = tokens.shape
+        self.half_gaps = half_gaps
         d = width - 1
         info = np.finfo(tokens.dtype)
         self.labels = np.zeros(m, dtype=np.int32)
@@ -131,8 +179,10 @@ class RowBounds:
         """``upper``, ``lower`` and ``|x|^2`` of each row (float64)."""
         x = tokens[:, :d]
         np.einsum("ij,ij->i", x, x, out=self.rows[2], dtype=np.float64)
-        self.moves = np.zeros((2, k))
-        """Each centre's shift, and the largest shift of the other centres."""
+        self.moves = np.zeros((3, k))
+        """Each centre's shift, the largest shift of the other centres and the centre's
+        half-gap (half its distance to the nearest other centre; 0 without
+        ``half_gaps``)."""
         self.slack = np.zeros(2)
         """The margin of a row: ``slack[0] |x|^2 + slack[1]``."""
         self._factors = np.array([
@@ -142,6 +192,7 @@ class RowBounds:
             1.0 + 4.0 * (d + 2) * float(np.finfo(np.float64).eps),  # shifts, up
         ])
         self._centres = np.zeros((k, d))
+        self._drift = self._gap = 0.0
         self._started = False
         self.pruned = False
         """Whether the last step could skip rows (it was not the first since a start)."""
@@ -153,8 +204,20 @@ class RowBounds:
         (D, k); whether the step may skip rows (not on the first step since the bounds
         were made or restarted)."""
         move_bounds(cct, self._centres, self.moves, self.slack, self._factors)
+        if self.half_gaps:
+            # Exact half-gaps (k^2 d products) only after the centres moved a share of
+            # them; in between, the kernel's lowered ones (k operations).
+            self._drift += float(self.moves[0].max())
+            if not self._started or self._drift > GAP_DRIFT * self._gap:
+                half_gaps(self._centres, self.moves[2], 2.0 - self._factors[3])
+                self._drift, self._gap = 0.0, float(self.moves[2].mean())
         self.pruned, self._started = self._started, True
         return self.pruned
+
+    @property
+    def kernel_arrays(self) -> tuple:
+        """The arrays the step's kernel keeps them in (labels, rows, moves, slack)."""
+        return self.labels, self.rows, self.moves, self.slack
 
     def restart(self) -> None:
         """Forget the bounds (steps ran without them): the next step computes every
@@ -163,4 +226,4 @@ class RowBounds:
 
 
 # The step's arguments where no bounds are kept.
-NO_BOUNDS = (np.empty(0, dtype=np.int32), np.empty((3, 0)), np.empty((2, 0)), np.zeros(2))
+NO_BOUNDS = (np.empty(0, dtype=np.int32), np.empty((3, 0)), np.empty((3, 0)), np.zeros(2))

@@ -93,7 +93,7 @@ def chunk_sums(t, w, cct, edges, first, stop, out, labels, rows, moves, slack,
     (all 1); ``cct = [-2 c ; |c|^2]^T`` (D, k), of ``t``'s dtype.
 
     With :class:`~.bounds.RowBounds`' arrays (``labels`` (m,) int32, ``rows`` (3, m),
-    ``moves`` (2, k), ``slack`` (2,), float64; empty arrays: none kept), each row's
+    ``moves`` (3, k), ``slack`` (2,), float64; empty arrays: none kept), each row's
     centre and bounds are kept for the next step; with ``prune``, a row whose bounds
     prove its centre unchanged keeps it without a product. Returns the number of rows
     whose products were computed."""
