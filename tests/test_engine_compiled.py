@@ -21,6 +21,7 @@ from skformer._fit import FitSpec, as_source, fit, kernels
 from skformer._fit.engine import choose_backend
 from skformer._fit.engine.base import LloydStats, end_step
 from skformer._fit.engine.compiled import (
+    WARM_GRID,
     WARM_GRID_LOW,
     CompiledBackend,
     Grid,
@@ -28,6 +29,7 @@ from skformer._fit.engine.compiled import (
     augmented,
     grid_sums,
 )
+from skformer._fit.engine.loop import run_lloyd
 from skformer._fit.engine.sparse import SparseBackend
 from skformer._fit.engine.torch import TorchBackend
 from skformer._fit.frame import Frame
@@ -364,6 +366,7 @@ class Recorded(CompiledBackend):
         return step
 
 
+
 @pytest.mark.parametrize("data", ["digits", "digits-warm", "grid"])
 def test_a_fit_keeping_row_bounds_is_the_fit_without(data, global_random_seed):
     # A fit in memory, whose steps keep the rows' bounds and skip products (digits: by
@@ -407,3 +410,72 @@ def test_bounds_pause_and_start_again_and_change_no_bit(global_random_seed):
     for a, b in zip(resident, blocks, strict=True):
         np.testing.assert_array_equal(a, b)
 
+
+
+# ------------------------------------------------- costs passes that start the next run
+
+
+def _costs_state(x, k, grid, rng):
+    """A compiled backend with ``grid`` on ``x``, centres near a fixed point and the
+    costs pass's state at them."""
+    backend = CompiledBackend(source_of(x), k, grid=grid)
+    c = run_lloyd(backend, torch.from_numpy(x[rng.choice(len(x), k, replace=False)]),
+                  300, 0.0, log=False).centers.numpy()
+    return backend, c, *backend.costs_and_state(c)
+
+
+@pytest.mark.parametrize("grid", ["low", "warm"])
+def test_a_costs_pass_state_holds_the_rows_bounds(global_random_seed, grid):
+    # The pass's costs are costs()'s, to the bit; its state is each row's nearest
+    # centre and bounds that enclose the exact distances, as a step sets them.
+    rng = np.random.default_rng(global_random_seed)
+    x = (rng.normal(size=(900, 2)) + rng.integers(0, 6, size=(900, 1)) * 4.0)
+    x = x.astype(np.float32)
+    backend, c, costs, state = _costs_state(x, 6, WARM_GRID_LOW if grid == "low"
+                                            else WARM_GRID, rng)
+    want = backend.costs(c)
+    np.testing.assert_array_equal(costs.error, want.error)
+    np.testing.assert_array_equal(costs.utility, want.utility)
+    exact = np.sqrt(((x[:, None, :].astype(np.float64) - c[None]) ** 2).sum(-1))
+    np.testing.assert_array_equal(state.labels, exact.argmin(1))
+    assert (exact[np.arange(len(x)), state.labels] <= state.rows[0]).all()
+    others = np.where(np.arange(6) == state.labels[:, None], np.inf, exact).min(1)
+    assert (others >= state.rows[1]).all()
+
+
+@pytest.mark.parametrize("grid", ["low", "warm"])
+@pytest.mark.parametrize("move", ["breathe-in", "breathe-out", "elsewhere"])
+def test_a_run_from_a_costs_pass_state_is_the_run_without(global_random_seed, grid,
+                                                          move):
+    # Oracle: the same run with a fresh stepper. From centres near the pass's (new ones
+    # beside some, some removed, or all moved a little), the run carried from the pass's
+    # bounds has the same steps, to the last bit; its first step skips most rows.
+    rng = np.random.default_rng(global_random_seed)
+    x = (rng.normal(size=(3000, 3)) + rng.integers(0, 12, size=(3000, 1)) * 5.0)
+    grid = WARM_GRID_LOW if grid == "low" else WARM_GRID
+    _, c, _, state = _costs_state(x, 12, grid, rng)
+    if move == "breathe-in":
+        start = np.concatenate([c, c[[2, 7]] + 0.01])
+    elif move == "breathe-out":
+        start = c[[0, 1, 3, 4, 5, 6, 8, 9, 10, 11]]
+    else:
+        start = c + rng.normal(scale=0.05, size=c.shape)
+    backend = CompiledBackend(source_of(x), len(start), grid=grid)
+    first = backend.stepper_from(state, start).grid_step
+    first(start)
+    assert first.bounds.pruned and first.bounds.computed < len(x) / 2
+    carried = run_lloyd(backend, torch.from_numpy(start), 300, 0.0, log=False, state=state)
+    fresh = run_lloyd(backend, torch.from_numpy(start), 300, 0.0, log=False)
+    np.testing.assert_array_equal(carried.centers.numpy(), fresh.centers.numpy())
+    assert carried.n_iter == fresh.n_iter
+
+
+def test_a_carried_state_sends_the_rows_of_split_or_removed_centres_to_products():
+    t = tokens_of(np.array([[0.0], [1.0], [10.0], [20.0]]))
+    bounds = RowBounds(t, 3)
+    cct = np.ascontiguousarray(augmented(np.array([[0.5], [10.0], [20.0]]), t.dtype).T)
+    grid_sums(t, None, cct, rows=256, threads=1, bounds=bounds)
+    # centre 1 (10) split in two, centre 2 (20) removed
+    wide = bounds.carried(np.array([[0.5], [10.0], [10.2]]))
+    np.testing.assert_array_equal(np.isinf(wide.rows[0]), [False, False, True, True])
+    np.testing.assert_array_equal(wide.labels[:2], [0, 0])

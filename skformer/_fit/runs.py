@@ -34,6 +34,7 @@ from sklearn.utils.validation import _is_arraylike_not_scalar, check_array
 from ..nn.model import ExactLloydModel
 from .blas import one_blas_thread
 from .engine import Backend, choose_backend, run_lloyd, same_partition
+from .engine.base import CentreCosts
 from .frame import Frame, ModelFrame, ldexp_csr
 from .learned import LearnedPhase, LearnedSetup, context_indices, project_context
 from .moves import breathing
@@ -366,16 +367,26 @@ class _Fit:
         self.scored(run)
         device = run.centers.device
         backends: dict[int, Backend] = {}
+        # What the last costs pass learnt of the rows (their bounds), for the next run,
+        # which starts from centres near those of the pass.
+        last: list = [None]
 
-        def lloyd(c: np.ndarray) -> tuple[np.ndarray, int]:
-            k = c.shape[0]
+        def warm(k: int) -> Backend:
             if k not in backends:
                 backends[k] = self.make_backend(k, warm=True)
-            end = run_lloyd(backends[k], torch.from_numpy(c).to(device), spec.max_iter,
-                            self.tol, log=False)
+            return backends[k]
+
+        def costs(c: np.ndarray) -> CentreCosts:
+            found, last[0] = warm(c.shape[0]).costs_and_state(c)
+            return found
+
+        def lloyd(c: np.ndarray) -> tuple[np.ndarray, int]:
+            end = run_lloyd(warm(c.shape[0]), torch.from_numpy(c).to(device),
+                            spec.max_iter, self.tol, log=False, state=last[0])
+            last[0] = None
             return end.centers.cpu().numpy(), end.n_iter
 
-        found = breathing(run.centers.cpu().numpy(), lloyd=lloyd, costs=self.backend.costs,
+        found = breathing(run.centers.cpu().numpy(), lloyd=lloyd, costs=costs,
                           depth=spec.breathing_depth, total_weight=self.total_weight,
                           tol=spec.tol, max_cycles=spec.max_iter, to_user=self.to_user)
         run.n_cycles = found.n_cycles

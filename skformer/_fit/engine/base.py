@@ -117,6 +117,17 @@ class Backend(ABC):
         source's blocks by torch, backends with faster arithmetic override it)."""
         return CentreCosts(*self.source.map_reduce(dense_costs, sum_parts, c))
 
+    def costs_and_state(self, c: np.ndarray) -> tuple[CentreCosts, object | None]:
+        """:meth:`costs` and what the same pass learnt of the rows at ``c`` that a run
+        from nearby centres can start from (:meth:`stepper_from`; None: nothing)."""
+        return self.costs(c), None
+
+    def stepper_from(self, state: object | None, c: np.ndarray) -> Stepper:
+        """A new run's step from centres ``c`` (k, d) near those of ``state`` (from
+        :meth:`costs_and_state`, possibly of another backend of the same rows): the same
+        steps as :meth:`stepper`'s, started from what the state knows."""
+        return self.stepper()
+
 
 def dense_norms(block: Block) -> float:
     """A dense block's weighted sum of squared norms (float64)."""

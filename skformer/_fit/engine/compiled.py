@@ -199,11 +199,14 @@ def grid_sums(tokens: np.ndarray, w: np.ndarray | None, cct: np.ndarray, rows: i
 
 
 def grid_costs(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray, rows: int,
-               threads: int, block_rows: int | None = None) -> list[tuple]:
+               threads: int, block_rows: int | None = None,
+               bounds: RowBounds | None = None) -> list[tuple]:
     """Each block's contribution (error (k,), utility (k,), float64) to the costs of
     centres ``c`` (k, d) (:class:`~.base.CentreCosts`), over tokens ``[x ; 1]`` (m, D)
     with weights ``w`` (None: 1), on the grid of :func:`grid_sums` (the chunks of all
     the blocks shared among ``threads`` threads, each block's chunks added in order).
+    ``bounds``: new row bounds of ``tokens`` for ``k`` centres, set at ``c`` as a step
+    would set them.
 
     Examples
     --------
@@ -222,11 +225,15 @@ def grid_costs(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray, rows: in
     edges, block = grid_edges(m, rows, block_rows or m)
     chunks = len(block)
     per = max(1, -(-chunks // max(1, threads)))
+    kept = NO_BOUNDS if bounds is None else bounds.kernel_arrays
+    if bounds is not None:
+        bounds.advance(cct)  # the margins of these centres; the centres, for the next
 
     def run(first: int) -> np.ndarray:
         stop = min(chunks, first + per)
         parts = np.zeros((stop - first, 2, k))
-        _costs.chunk_costs(tokens, wt, cct, c64, edges, first, stop, parts)
+        _costs.chunk_costs(tokens, wt, cct, c64, edges, first, stop, parts, kept[0],
+                           kept[1], kept[3])
         return parts
 
     tasks = range(0, chunks, per)
@@ -252,7 +259,8 @@ class GridStep:
     on, the rows' bounds kept from step to step (with at least ``grid.bounds_products``
     products per row, not with ``bounds=False``). A step that computed more than a share
     ``grid.bounds_stop`` of the rows' products anyway pauses the bounds, twice as long
-    after each pause.
+    after each pause. ``start``: bounds already set at the first step's centres
+    (:meth:`~..kernels.bounds.RowBounds.carried`), kept from the first step on.
 
     Examples
     --------
@@ -265,7 +273,8 @@ class GridStep:
     """
 
     def __init__(self, tokens: np.ndarray, w: np.ndarray | None, k: int,
-                 block_rows: int | None, *, bounds: bool = True, grid: Grid = Grid()):
+                 block_rows: int | None, *, bounds: bool = True, grid: Grid = Grid(),
+                 start: RowBounds | None = None):
         m, width = tokens.shape
         self.tokens, self.block_rows, self.grid = tokens, block_rows, grid
         self.rows = max(256, grid.chunk // k)
@@ -278,6 +287,8 @@ class GridStep:
         self._active = False
         self._until = grid.bounds_after
         self._wait = max(1, grid.bounds_after)
+        if self._may and start is not None:  # bounds set at the first step's centres
+            self.bounds, self._active = start, True
 
     def __call__(self, c: np.ndarray) -> list[LloydStats]:
         """Each block's sums (k, d) and masses (k,), float64, from centres ``c`` (k, d)."""
@@ -374,12 +385,19 @@ class CompiledBackend(Backend):
         self.source, self.k, self.grid = source, k, grid
         block = source.resident() if grid.resident else None
         self._resident = None if block is None else _arrays(block)
+        self._norms: np.ndarray | None = None  # the rows' |x|^2, once costs keep bounds
 
     def stepper(self) -> Stepper:
         if self._resident is not None:
             return ResidentStep(GridStep(*self._resident, self.k, self.source.block_rows,
                                          grid=self.grid))
         return lambda c: (None, self.source.map_reduce(block_stats, sum_parts, c, self.grid))
+
+    def stepper_from(self, state, c):
+        if self._resident is None or not isinstance(state, RowBounds):
+            return self.stepper()
+        return ResidentStep(GridStep(*self._resident, self.k, self.source.block_rows,
+                                     grid=self.grid, start=state.carried(c)))
 
     def score(self, c, other=None):
         value, table = self.source.map_reduce(cpu_score, sum_parts, c, other)
@@ -389,11 +407,24 @@ class CompiledBackend(Backend):
         return float(self.source.map_reduce(dense_norms, sum_parts))
 
     def costs(self, c):
+        return self._costs(c, keep=False)[0]
+
+    def costs_and_state(self, c):
+        # The state: the rows' bounds at ``c``, which a step would set anew.
+        return self._costs(c, keep=True)
+
+    def _costs(self, c: np.ndarray, keep: bool) -> tuple[CentreCosts, RowBounds | None]:
         if self._resident is None:
-            return CentreCosts(*self.source.map_reduce(block_costs, sum_parts, c))
+            return CentreCosts(*self.source.map_reduce(block_costs, sum_parts, c)), None
         tokens, w = self._resident
         rows = max(256, self.grid.chunk // c.shape[0])
         threads = cpu_threads() if tokens.shape[0] > rows else 1
-        parts = grid_costs(tokens, w, c, rows, threads, self.source.block_rows)
-        return CentreCosts(*merge_tree(parts, sum_parts))
+        bounds = None
+        if keep:
+            if self._norms is None:
+                x = tokens[:, : c.shape[1]]
+                self._norms = np.einsum("ij,ij->i", x, x, dtype=np.float64)
+            bounds = RowBounds(tokens, c.shape[0], self.grid.half_gaps, norms=self._norms)
+        parts = grid_costs(tokens, w, c, rows, threads, self.source.block_rows, bounds)
+        return CentreCosts(*merge_tree(parts, sum_parts)), bounds
 

@@ -87,16 +87,19 @@ class LloydRun(NamedTuple):
 
 
 def run_lloyd(backend: Backend, c: torch.Tensor, max_iter: int, tol: float, *,
-              to_user=float, x2: float | None = None, log: bool = True) -> LloydRun:
+              to_user=float, x2: float | None = None, log: bool = True,
+              state: object | None = None) -> LloydRun:
     """Lloyd steps of one run from centres ``c`` (k, d) over ``backend``'s source.
 
     ``to_user`` converts a squared shift to the user's units for the log; ``x2`` (the
     points' weighted sum of squared norms) lets a run that ends by strict convergence
     report its inertia from the last step's statistics. ``log=False``: nothing is
     logged (steps that are not the fit's own, such as the context screen's).
+    ``state``: what a costs pass learnt of the rows at nearby centres
+    (:meth:`~.base.Backend.costs_and_state`), for a cheaper first step.
     """
-    step = backend.stepper()
     cn, previous = c.detach().cpu().numpy(), None
+    step = backend.stepper() if state is None else backend.stepper_from(state, cn)
 
     def one(active, i):
         nonlocal cn, previous

@@ -155,6 +155,8 @@ class RowBounds:
         The number of centres.
     half_gaps : bool, default=False
         Keep the centres' half-gaps.
+    norms : ndarray of shape (m,), optional
+        The rows' ``|x|^2`` (float64), where known.
 
     Examples
     --------
@@ -169,16 +171,20 @@ class RowBounds:
     array([0, 0, 1], dtype=int32)
     """
 
-    def __init__(self, tokens: np.ndarray, k: int, half_gaps: bool = False):
+    def __init__(self, tokens: np.ndarray, k: int, half_gaps: bool = False,
+                 norms: np.ndarray | None = None):
         m, width = tokens.shape
-        self.half_gaps = half_gaps
+        self.tokens, self.half_gaps = tokens, half_gaps
         d = width - 1
         info = np.finfo(tokens.dtype)
         self.labels = np.zeros(m, dtype=np.int32)
         self.rows = np.zeros((3, m))
         """``upper``, ``lower`` and ``|x|^2`` of each row (float64)."""
-        x = tokens[:, :d]
-        np.einsum("ij,ij->i", x, x, out=self.rows[2], dtype=np.float64)
+        if norms is None:
+            x = tokens[:, :d]
+            np.einsum("ij,ij->i", x, x, out=self.rows[2], dtype=np.float64)
+        else:
+            self.rows[2] = norms
         self.moves = np.zeros((3, k))
         """Each centre's shift, the largest shift of the other centres and the centre's
         half-gap (half its distance to the nearest other centre; 0 without
@@ -218,6 +224,43 @@ class RowBounds:
     def kernel_arrays(self) -> tuple:
         """The arrays the step's kernel keeps them in (labels, rows, moves, slack)."""
         return self.labels, self.rows, self.moves, self.slack
+
+    def carried(self, c: np.ndarray) -> RowBounds:
+        """These bounds, set at their centres (by a step or a costs pass), for a run from
+        other centres ``c`` (k', d): each centre of ``c`` is taken as moved from its
+        nearest old centre (any old centre would do: the next step's shifts are
+        measured from it), so the next step keeps the rows that Hamerly's test proves;
+        a row whose centre has no new centre, or several, gets its products.
+
+        Examples
+        --------
+        >>> t = np.array([[0.0, 1.0], [1.0, 1.0], [10.0, 1.0]])   # tokens [x ; 1]
+        >>> from skformer._fit.engine.compiled import grid_sums
+        >>> bounds = RowBounds(t, 2)
+        >>> _ = grid_sums(t, None, np.array([[-0.0, -18.0], [0.0, 81.0]]), rows=256,
+        ...               threads=1, bounds=bounds)                # centres 0 and 9
+        >>> wide = bounds.carried(np.array([[0.0], [9.0], [9.1]]))  # 9 split in two
+        >>> wide.labels.tolist(), np.isinf(wide.rows[0]).tolist()
+        ([0, 0, 0], [False, False, True])
+        """
+        old = self._centres
+        new = np.asarray(c, dtype=np.float64)
+        # The nearest old centre by products: a choice, not a bound, so their rounding
+        # does not matter.
+        apart = np.einsum("ij,ij->i", old, old)[None, :] - 2.0 * (new @ old.T)
+        previous = apart.argmin(1)
+        alone = np.bincount(previous, minlength=old.shape[0])[previous] == 1
+        owner = np.full(old.shape[0], -1)
+        owner[previous[alone]] = np.flatnonzero(alone)
+        out = RowBounds(self.tokens, new.shape[0], self.half_gaps, norms=self.rows[2])
+        label = owner[self.labels]
+        lost = label < 0
+        out.labels[:] = np.where(lost, 0, label)
+        out.rows[0] = np.where(lost, np.inf, self.rows[0])
+        out.rows[1] = self.rows[1]
+        out._centres[:] = old[previous]
+        out._started, out._drift = True, np.inf  # the half-gaps anew at the next step
+        return out
 
     def restart(self) -> None:
         """Forget the bounds (steps ran without them): the next step computes every

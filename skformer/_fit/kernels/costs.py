@@ -9,13 +9,15 @@ digits where a row lies far from the origin beside its distance). A centre's
 *error* is the weighted sum of its rows' squared distances; its *utility* the weighted
 sum, over its rows, of the second-nearest distance less the nearest: what the objective
 would grow by, were the centre removed and its rows moved to their next centre (the
-global moves of :mod:`skformer._fit.moves` read both).
+global moves of :mod:`skformer._fit.moves` read both). The pass may also set each row's
+bounds (:mod:`.bounds`) at the centres, as a step would, for the Lloyd run that follows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .bounds import set_bounds
 from .cache import helper, kernel
 from .step import ROWS, nearest_centre
 
@@ -47,15 +49,19 @@ def squared_distance(row, centre):  # pragma: no cover - compiled
 
 
 @kernel
-def chunk_costs(t, w, cct, c, edges, first, stop, out):  # pragma: no cover - compiled
+def chunk_costs(t, w, cct, c, edges, first, stop, out, labels, rows,
+                slack):  # pragma: no cover - compiled
     """Costs of chunks ``first`` to ``stop - 1`` of tokens ``t`` (m, D), chunk ``i``
     being rows ``edges[i]:edges[i + 1]``, into ``out`` (stop - first, 2, k), float64
     zeros: per chunk the centres' errors (``out[., 0]``) and utilities (``out[., 1]``),
     rows added in order. ``w`` (m,) float64 weights or an empty array (all 1); ``cct =
     [-2 c ; |c|^2]^T`` (D, k), of ``t``'s dtype, finds the two nearest centres; ``c``
-    (k, d) float64 gives their distances."""
+    (k, d) float64 gives their distances. With :class:`~.bounds.RowBounds`' ``labels``
+    (m,), ``rows`` (3, m) and ``slack`` (2,) (empty: none), each row's centre and
+    bounds are set as a step's products set them."""
     k = cct.shape[1]
     weighted = w.shape[0] > 0
+    keep = labels.shape[0] > 0
     dist = np.empty((ROWS, k), dtype=t.dtype)
     for chunk in range(first, stop):
         acc = out[chunk - first]
@@ -65,12 +71,16 @@ def chunk_costs(t, w, cct, c, edges, first, stop, out):  # pragma: no cover - co
             np.dot(t[a : a + r], cct, dist[:r])
             for p in range(r):
                 row = t[a + p]
-                best, _ = nearest_centre(dist[p])
+                best, low = nearest_centre(dist[p])
                 near = squared_distance(row, c[best])
                 gap = 0.0
+                second = np.inf
                 if k > 1:
-                    gap = max(0.0, squared_distance(row, c[second_centre(dist[p], best)])
-                              - near)
+                    other = second_centre(dist[p], best)
+                    second = np.float64(dist[p, other])
+                    gap = max(0.0, squared_distance(row, c[other]) - near)
+                if keep:
+                    set_bounds(a + p, best, low, second, labels, rows, slack)
                 if weighted:
                     weight = np.float64(w[a + p])
                     near *= weight
