@@ -113,15 +113,12 @@ def file_format(path: str | os.PathLike) -> str | None:
     try:
         with open(path, "rb") as f:
             head = f.read(8)
-            if len(head) < 8:
-                return None
-            (size,) = struct.unpack("<Q", head)
-            if size > _MAX_HEADER:
-                return None
-            header = json.loads(f.read(size).decode("utf-8"))
-        metadata = json.loads(header["__metadata__"][_METADATA_KEY])
-        found = metadata["format"]
-    except (OSError, ValueError, KeyError, TypeError):
+            size = struct.unpack("<Q", head)[0] if len(head) == 8 else 0
+            # The header's bytes only (_read_header refuses a short or oversized one).
+            data = head + (f.read(size) if size <= _MAX_HEADER else b"")
+        header = _read_header(data, Path(path))
+        found = json.loads(header["__metadata__"][_METADATA_KEY])["format"]
+    except (OSError, ValueError, KeyError, TypeError):  # ModelStoreError is a ValueError
         return None
     return found if isinstance(found, str) else None
 
