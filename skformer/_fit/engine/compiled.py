@@ -77,7 +77,7 @@ class Grid:
     """Step data held in memory all at once (False: block by block, as a memmap)."""
     half_gaps: bool = False
     """Bounds that keep the centres' half-gaps (:class:`~..kernels.bounds.RowBounds`):
-    worth their ``k^2 d`` cost per step where few centres move far."""
+    worth their upkeep (``k^2 d`` products now and then) where few centres move far."""
 
 
 WARM_GRID = Grid(bounds_after=1, bounds_products=0)
@@ -225,15 +225,15 @@ def grid_costs(tokens: np.ndarray, w: np.ndarray | None, c: np.ndarray, rows: in
     edges, block = grid_edges(m, rows, block_rows or m)
     chunks = len(block)
     per = max(1, -(-chunks // max(1, threads)))
-    kept = NO_BOUNDS if bounds is None else bounds.kernel_arrays
+    labels, bounded, _, slack = NO_BOUNDS if bounds is None else bounds.kernel_arrays
     if bounds is not None:
         bounds.advance(cct)  # the margins of these centres; the centres, for the next
 
     def run(first: int) -> np.ndarray:
         stop = min(chunks, first + per)
         parts = np.zeros((stop - first, 2, k))
-        _costs.chunk_costs(tokens, wt, cct, c64, edges, first, stop, parts, kept[0],
-                           kept[1], kept[3])
+        _costs.chunk_costs(tokens, wt, cct, c64, edges, first, stop, parts, labels,
+                           bounded, slack)
         return parts
 
     tasks = range(0, chunks, per)

@@ -141,8 +141,10 @@ class RowBounds:
     grows by the row's centre's shift and ``lower`` shrinks by the largest shift of the
     others; with ``half_gaps``, ``lower`` is at least twice its centre's half-gap less
     ``upper`` (Hamerly's second test: it holds where one far centre moved much and the
-    others little, as in the runs of the global moves; it costs ``k^2 d / 2`` products
-    per step). A row whose ``lower^2 - upper^2`` then exceeds the margin of the new centres
+    others little, as in the runs of the global moves; the half-gaps take ``k^2 d / 2``
+    products at a run's start and again once the centres moved a share of them, and are
+    lowered by the shifts in between). A row whose ``lower^2 - upper^2`` then exceeds
+    the margin of the new centres
     has the same nearest centre by the step's own arithmetic, strictly (no tie), so it
     is not recomputed: every step's assignment, sums and centres are those of the full
     products, bit for bit. Holds 28 bytes per row.
