@@ -29,7 +29,7 @@ from .frame import ModelFrame
 __all__ = ["BREATHING_GAIN", "BREATHING_SCALES", "CONTEXT_BUDGET", "CONTEXT_PER_CLUSTER",
            "DEFAULT_CONTEXT", "MIN_PER_CLUSTER", "PATIENCE", "SCALE_MARGIN",
            "TEMPERATURE_SCALES", "LearnedPhase", "LearnedSetup", "auto_context",
-           "context_indices", "learned_loop", "learned_search", "project_context"]
+           "context_indices", "learned_loop", "learned_search", "learned_pace", "project_context"]
 
 logger = logging.getLogger("skformer")
 
@@ -121,6 +121,26 @@ class LearnedSetup:
         self.temperature_scales = scales
         if not 0 <= self.least_gain < 1:
             raise ValueError(f"least_gain must be in [0, 1), got {self.least_gain!r}.")
+
+    def stop_gain(self, rel_tol: float) -> float:
+        """The relative gain below which the learned steps end after the schedule: the
+        fit's ``rel_tol`` or :attr:`least_gain`, whichever is larger."""
+        return max(rel_tol, self.least_gain)
+
+
+def learned_pace(moves_follow: bool) -> dict:
+    """The :class:`LearnedSetup` fields that differ where global moves follow the learned
+    steps (two temperature scales, the steps ending at :data:`BREATHING_GAIN`) from where
+    they end the fit; one choice for the estimator and for many problems at once.
+
+    Examples
+    --------
+    >>> learned_pace(True)
+    {'temperature_scales': (2.0, 4.0), 'least_gain': 0.003}
+    """
+    if moves_follow:
+        return {"temperature_scales": BREATHING_SCALES, "least_gain": BREATHING_GAIN}
+    return {"temperature_scales": TEMPERATURE_SCALES, "least_gain": 0.0}
 
 
 def context_indices(n: int, max_context: int | None, random_state) -> np.ndarray | None:
@@ -290,7 +310,7 @@ class LearnedPhase:
                  projected: np.ndarray | None = None):
         model = setup.model
         self.model, self.frame, self.subspace = model, frame, subspace
-        self.scales, self.least_gain = setup.temperature_scales, setup.least_gain
+        self.scales, self.setup = setup.temperature_scales, setup
         device = frame.lo.device
         self.full_rows = self.projected = None
         if subspace is not None:
@@ -378,7 +398,7 @@ class LearnedPhase:
             self.stepper, objective, z, scales=self.scales,
             report=announce if logging_on else None, schedule=self.model.schedule,
             max_iter=max_iter, tol=torch.tensor([model_tol], dtype=torch.float64),
-            rel_tol=max(rel_tol, self.least_gain), d=c.shape[-1],
+            rel_tol=self.setup.stop_gain(rel_tol), d=c.shape[-1],
             report_step=report if logging_on else None)
         n_steps = int(n_steps[0])
         if logging_on and len(self.scales) > 1:

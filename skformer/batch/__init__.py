@@ -24,13 +24,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from .._fit.blas import one_blas_thread
-from .._fit.learned import (
-    BREATHING_GAIN,
-    BREATHING_SCALES,
-    TEMPERATURE_SCALES,
-    LearnedSetup,
-    auto_context,
-)
+from .._fit.learned import LearnedSetup, auto_context, learned_pace
 from .._fit.moves import BREATHING_DEPTH
 from .._fit.runs import breathe_problem
 from ..seeding import ProblemStreams, kmeans_plusplus, kmeans_plusplus_draws, random_rows
@@ -201,8 +195,7 @@ def _learned_model(problems: Problems, learned_starts: int, init,
         return None
     return LearnedSetup(choice.model, choice.padding,
                         auto_context(int(ks[0]), choice.model.layer.embed_dim), choice.project,
-                        temperature_scales=BREATHING_SCALES if breathing else TEMPERATURE_SCALES,
-                        least_gain=BREATHING_GAIN if breathing else 0.0)
+                        **learned_pace(breathing))
 
 
 def _lloyd_runs(block: ProblemBlock, problem: torch.Tensor, starts: torch.Tensor,

@@ -159,6 +159,6 @@ def _steps(setup: LearnedSetup, context: Context, c, problem, max_iter, tol, rel
     best_z, n_steps, _ = learned_search(
         stepper, objective, context.to_model(c, problem, width),
         scales=setup.temperature_scales, schedule=model.schedule, max_iter=max_iter,
-        tol=tol / context.scale[problem].square(), rel_tol=max(rel_tol, setup.least_gain),
+        tol=tol / context.scale[problem].square(), rel_tol=setup.stop_gain(rel_tol),
         d=d)
     return context.to_working(best_z, problem, d, c.dtype, c), n_steps
