@@ -369,7 +369,7 @@ class _Fit:
         backends: dict[int, Backend] = {}
         # What the last costs pass learnt of the rows (their bounds), for the next run,
         # which starts from centres near those of the pass.
-        last: list = [None]
+        last = None
 
         def warm(k: int) -> Backend:
             if k not in backends:
@@ -377,13 +377,15 @@ class _Fit:
             return backends[k]
 
         def costs(c: np.ndarray) -> CentreCosts:
-            found, last[0] = warm(c.shape[0]).costs_and_state(c)
+            nonlocal last
+            found, last = warm(c.shape[0]).costs_and_state(c)
             return found
 
         def lloyd(c: np.ndarray) -> tuple[np.ndarray, int]:
+            nonlocal last
             end = run_lloyd(warm(c.shape[0]), torch.from_numpy(c).to(device),
-                            spec.max_iter, self.tol, log=False, state=last[0])
-            last[0] = None
+                            spec.max_iter, self.tol, log=False, state=last)
+            last = None
             return end.centers.cpu().numpy(), end.n_iter
 
         found = breathing(run.centers.cpu().numpy(), lloyd=lloyd, costs=costs,

@@ -397,7 +397,8 @@ class CompiledBackend(Backend):
         if self._resident is None or not isinstance(state, RowBounds):
             return self.stepper()
         return ResidentStep(GridStep(*self._resident, self.k, self.source.block_rows,
-                                     grid=self.grid, start=state.carried(c)))
+                                     grid=self.grid,
+                                     start=state.carried(c, self.grid.half_gaps)))
 
     def score(self, c, other=None):
         value, table = self.source.map_reduce(cpu_score, sum_parts, c, other)
@@ -424,7 +425,8 @@ class CompiledBackend(Backend):
             if self._norms is None:
                 x = tokens[:, : c.shape[1]]
                 self._norms = np.einsum("ij,ij->i", x, x, dtype=np.float64)
-            bounds = RowBounds(tokens, c.shape[0], self.grid.half_gaps, norms=self._norms)
+            # No half-gaps: the run that starts from these bounds sets its own.
+            bounds = RowBounds(tokens, c.shape[0], norms=self._norms)
         parts = grid_costs(tokens, w, c, rows, threads, self.source.block_rows, bounds)
         return CentreCosts(*merge_tree(parts, sum_parts)), bounds
 

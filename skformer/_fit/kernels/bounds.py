@@ -227,9 +227,10 @@ class RowBounds:
         """The arrays the step's kernel keeps them in (labels, rows, moves, slack)."""
         return self.labels, self.rows, self.moves, self.slack
 
-    def carried(self, c: np.ndarray) -> RowBounds:
+    def carried(self, c: np.ndarray, half_gaps: bool = False) -> RowBounds:
         """These bounds, set at their centres (by a step or a costs pass), for a run from
-        other centres ``c`` (k', d): each centre of ``c`` is taken as moved from its
+        other centres ``c`` (k', d), keeping the centres' half-gaps or not
+        (``half_gaps``, as the run's grid says): each centre of ``c`` is taken as moved from its
         nearest old centre (any old centre would do: the next step's shifts are
         measured from it), so the next step keeps the rows that Hamerly's test proves;
         a row whose centre has no new centre, or several, gets its products.
@@ -254,7 +255,7 @@ class RowBounds:
         alone = np.bincount(previous, minlength=old.shape[0])[previous] == 1
         owner = np.full(old.shape[0], -1)
         owner[previous[alone]] = np.flatnonzero(alone)
-        out = RowBounds(self.tokens, new.shape[0], self.half_gaps, norms=self.rows[2])
+        out = RowBounds(self.tokens, new.shape[0], half_gaps, norms=self.rows[2])
         label = owner[self.labels]
         lost = label < 0
         out.labels[:] = np.where(lost, 0, label)
