@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.distance import cdist
 
-__all__ = ["LloydResult", "assign", "lloyd", "lloyd_step"]
+__all__ = ["LloydResult", "assign", "hartigan", "lloyd", "lloyd_step"]
 
 _BLOCK = 2**22  # elements of one (rows, k) distance block
 
@@ -252,3 +252,60 @@ def breathing(X: np.ndarray, init: np.ndarray, depth: int, *, max_iter: int = 30
         else:
             m -= 1
     return best, best_inertia, cycles
+
+
+def hartigan(X: np.ndarray, init: np.ndarray, *, sample_weight: np.ndarray | None = None,
+             max_passes: int = 100, floor: float = 1e-9) -> tuple[np.ndarray, np.ndarray, int]:
+    """Hartigan and Wong's single-point moves by the literal loop: from the nearest-centre
+    partition of ``init`` (k, d), each row in turn, of weight ``w`` in cluster ``a``,
+    goes to the cluster ``b`` of least ``W_b / (W_b + w) |x - c_b|^2`` (the first of
+    equal ones), where that is below ``(1 - floor) W_a / (W_a - w) |x - c_a|^2``; the
+    means (float64 sums over weights) follow each move; a row alone in its cluster
+    stays. Passes repeat until one moves no row. Returns the means, the labels and the
+    rows moved.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[0.0], [3.0], [6.0], [8.0], [9.0], [11.0]])
+    >>> c, labels, moves = hartigan(X, np.array([[3.0], [28.0 / 3.0]]))
+    >>> c.ravel().tolist(), labels.tolist(), moves
+    ([1.5, 8.5], [0, 0, 1, 1, 1, 1], 1)
+    """
+    X = np.asarray(X, dtype=np.float64)
+    w = np.ones(X.shape[0]) if sample_weight is None else np.asarray(sample_weight, float)
+    c = np.array(init, dtype=np.float64)
+    k = c.shape[0]
+    labels = ((X[:, None, :] - c[None]) ** 2).sum(-1).argmin(1)
+    mass = np.bincount(labels, weights=w, minlength=k)
+    sums = np.stack([np.bincount(labels, weights=w * X[:, q], minlength=k)
+                     for q in range(X.shape[1])], axis=1)
+    filled = mass > 0
+    c[filled] = sums[filled] / mass[filled, None]
+    moves = 0
+    for _ in range(max_passes):
+        moved = 0
+        for i, x in enumerate(X):
+            a = labels[i]
+            rest = mass[a] - w[i]
+            if not rest > 1e-12 * mass[a]:
+                continue
+            cost = ((x - c[a]) ** 2).sum() * mass[a] / rest
+            values = ((x - c) ** 2).sum(-1)
+            factors = np.where(mass + w[i] > 0, mass / np.where(mass + w[i] > 0,
+                                                                mass + w[i], 1.0), 1.0)
+            values = values * factors
+            values[a] = np.inf
+            b = int(values.argmin())
+            if not values[b] < cost * (1.0 - floor):
+                continue
+            mass[a], mass[b] = rest, mass[b] + w[i]
+            sums[a] -= w[i] * x
+            sums[b] += w[i] * x
+            c[a], c[b] = sums[a] / mass[a], sums[b] / mass[b]
+            labels[i] = b
+            moved += 1
+        moves += moved
+        if moved == 0:
+            break
+    return c, labels, moves

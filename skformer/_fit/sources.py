@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -332,10 +332,10 @@ class Source(ABC):
     device: torch.device
     frame: Frame | None = None
     in_memory: bool = False
-    sparse: bool = False
-    """Whether blocks hold CSR rows (:mod:`.sparse`)."""
     """Whether :meth:`gather` of all rows is cheap (the data are held in memory): the
     initialisation then runs on every row, as KMeans'."""
+    sparse: bool = False
+    """Whether blocks hold CSR rows (:mod:`.sparse`)."""
     block_rows: int | None = None
     """Rows per block of a pass (the last block may hold fewer)."""
     unit_within: float | None = UNIT_RANGE
@@ -369,6 +369,12 @@ class Source(ABC):
         """All the rows of a pass as one block, when they are held in memory (a step may
         then run on them directly, block by block of :attr:`block_rows` rows, in one
         call); None otherwise."""
+        return None
+
+    def blocks(self) -> Iterator[Block] | None:
+        """The blocks of one pass in order, where this process can walk them (work that
+        visits the rows one by one, in order, needs it); None otherwise (a dask array's
+        blocks live on its workers)."""
         return None
 
     def distinct_rows(self, at_least: int) -> bool | None:

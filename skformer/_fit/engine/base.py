@@ -17,7 +17,9 @@ containers. Its verbs:
   contingency table of the two assignments (:func:`same_partition` reads it);
 - :meth:`Backend.norms`: the points' weighted sum of squared norms;
 - :meth:`Backend.costs`: each centre's error and utility (:class:`CentreCosts`), what
-  the global moves (:mod:`skformer._fit.moves`) choose their centres by.
+  the global moves (:mod:`skformer._fit.moves`) choose their centres by;
+- :meth:`Backend.single_moves`: Hartigan and Wong's single-point moves (:mod:`.single`),
+  where the rows are held in memory.
 
 Every backend sums in the data's dtype within a chunk or block and in float64 across
 blocks, and blocks follow one grid of rows whatever the container
@@ -35,6 +37,7 @@ import torch
 
 from ..kernels import Kernels
 from ..sources import Block, sum_parts
+from .single import SingleMoves, single_moves
 
 __all__ = ["Backend", "CentreCosts", "LloydStats", "Stepper", "contingency", "dense_costs",
            "dense_norms", "end_step", "means", "same_partition"]
@@ -127,6 +130,24 @@ class Backend(ABC):
         :meth:`costs_and_state`, possibly of another backend of the same rows): the same
         steps as :meth:`stepper`'s, started from what the state knows."""
         return self.stepper()
+
+    def single_moves(self, c: np.ndarray, *, max_passes: int, floor: float
+                     ) -> SingleMoves | None:
+        """Hartigan and Wong's single-point moves from centres ``c`` (k, d)
+        (:func:`~.single.single_moves`), or None where they are not offered: they visit
+        the rows one by one, in order, so they need dense rows that this process can
+        walk (in memory or a memmap; rows on a GPU are copied to the CPU block by
+        block) and the compiled kernels.
+        """
+        source = self.source
+        if self.kernels is None or source.sparse or source.blocks() is None:
+            return None
+        resident = source.resident()
+        if resident is not None and resident.x.device.type != "cpu":  # copied once
+            resident = Block(resident.x.cpu(), None if resident.w is None else resident.w.cpu())
+        blocks = source.blocks if resident is None else (lambda: [resident])
+        return single_moves(self.kernels, blocks, source.n_samples, c,
+                            max_passes=max_passes, floor=floor)
 
 
 def dense_norms(block: Block) -> float:

@@ -5,6 +5,7 @@
 - :mod:`.bounds`: Hamerly's row bounds, which let a step skip rows;
 - :mod:`.assign`: the final assignment's nearest centres;
 - :mod:`.costs`: each centre's error and utility (the global moves');
+- :mod:`.hartigan`: Hartigan and Wong's single-point moves;
 - :mod:`.cache`: their on-disk cache, which never breaks a fit.
 
 Each kernel is decorated where it is defined and compiled on its first call per dtype.
@@ -55,6 +56,6 @@ def load() -> Kernels | None:
         return None
     if numba.config.DISABLE_JIT:
         return None
-    from . import assign, bounds, costs, step
+    from . import assign, bounds, costs, hartigan, step
 
-    return Kernels(step, bounds, assign, costs)
+    return Kernels(step, bounds, assign, costs, hartigan)
