@@ -112,6 +112,15 @@ class TransformerKMeans(BaseTransformerKMeans):
         where its inertia is lower. 0: none. ``"auto"``: 5 with
         ``learned_starts >= 1`` (the mode for the best clustering), 0 otherwise (the fast
         mode stays KMeans' run).
+    hartigan : bool or "auto", default="auto"
+        Hartigan and Wong's single-point moves after the global moves (or, without them,
+        after the best run): each point in turn goes to the cluster where the inertia,
+        both means updated, falls most; Lloyd steps then run to a fixed point, and the
+        result replaces the run's only where its inertia is lower. They end at fixed
+        points of Lloyd's steps that Lloyd's steps cannot leave (a point's own cluster
+        counts it in its mean), most often where clusters are small. Made where the
+        rows are dense and held in memory (not for sparse matrices, memmaps or dask
+        arrays). ``"auto"``: where global moves run.
     finish : {"lloyd", "none"}, default="lloyd"
         ``"lloyd"``: after the learned steps, exact Lloyd steps run to a fixed point,
         and the plain Lloyd run from the same start competes. ``"none"``: the centres
@@ -179,6 +188,9 @@ class TransformerKMeans(BaseTransformerKMeans):
     breathing_improved_ : bool
         Whether the result is the global moves' centres (they lowered the inertia of
         the selected run).
+    n_hartigan_moves_ : int
+        Points moved by the single-point moves (``hartigan``) that gave the result (0:
+        none made, or their result not kept).
     learned_used_ : bool
         Whether learned steps ran at all (False for ``n_clusters=1``,
         ``learned_starts=0``, data whose range overflows float64, and, with
@@ -239,6 +251,7 @@ class TransformerKMeans(BaseTransformerKMeans):
         "loss": [StrOptions({"l2", "ne"})],
         "learned_starts": [Interval(Integral, 0, None, closed="left")],
         "breathing_depth": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
+        "hartigan": ["boolean", StrOptions({"auto"})],
         "finish": [StrOptions({"lloyd", "none"})],
         "max_context": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}),
                         None],
@@ -257,6 +270,7 @@ class TransformerKMeans(BaseTransformerKMeans):
         tol=1e-4,
         learned_starts=0,
         breathing_depth="auto",
+        hartigan="auto",
         finish="lloyd",
         max_context="auto",
         pretrain=True,
@@ -282,6 +296,7 @@ class TransformerKMeans(BaseTransformerKMeans):
         self.loss = loss
         self.learned_starts = learned_starts
         self.breathing_depth = breathing_depth
+        self.hartigan = hartigan
         self.finish = finish
         self.max_context = max_context
         self.pretrain = pretrain
@@ -334,10 +349,19 @@ class TransformerKMeans(BaseTransformerKMeans):
                              "(the global moves run Lloyd steps); set breathing_depth=0.")
         return self.breathing_depth
 
+    def _hartigan(self) -> bool:
+        """Whether the fit makes single-point moves (``"auto"`` resolved)."""
+        if self.hartigan == "auto":
+            return self._breathing_depth() > 0
+        if self.hartigan and self.finish == "none":
+            raise ValueError("hartigan=True needs finish='lloyd' (Lloyd steps follow the "
+                             "single-point moves); set hartigan=False.")
+        return bool(self.hartigan)
+
     def _fit_spec(self, n_features: int, device: torch.device, random_state) -> dict:
         return {"learned": self._learned_setup(n_features, device), "finish": self.finish,
                 "learned_starts": self.learned_starts,
-                "breathing_depth": self._breathing_depth()}
+                "breathing_depth": self._breathing_depth(), "hartigan": self._hartigan()}
 
     def _set_run_attributes(self, result: FitResult) -> None:
         self.n_learned_steps_ = result.n_learned_steps
@@ -347,3 +371,4 @@ class TransformerKMeans(BaseTransformerKMeans):
         self.learned_skipped_ = self._skip_reason or result.learned_skipped
         self.n_breathing_cycles_ = result.n_breathing_cycles
         self.breathing_improved_ = result.breathing_improved
+        self.n_hartigan_moves_ = result.n_hartigan_moves

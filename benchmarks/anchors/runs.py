@@ -64,6 +64,9 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            peers.builds("skformer", learned_starts=1, breathing_depth=0)),
     Method("learned", "skformer", f"{_TK} (learned_starts=1)", "skformer",
            peers.builds("skformer", learned_starts=1)),
+    # The learned mode without Hartigan's single-point moves: what they add.
+    Method("learned-lloyd", "skformer", f"{_TK} (learned_starts=1, hartigan=False)",
+           "skformer", peers.builds("skformer", learned_starts=1, hartigan=False)),
     Method("long", "long", "long search: Breathing K-Means (n_init=10)", "bkmeans",
            peers.builds("bkm", 10)),
 ]}

@@ -37,7 +37,7 @@ from .engine import Backend, choose_backend, run_lloyd, same_partition
 from .engine.base import CentreCosts
 from .frame import Frame, ModelFrame, ldexp_csr
 from .learned import LearnedPhase, LearnedSetup, context_indices, project_context
-from .moves import breathing
+from .moves import IMPROVEMENT_FLOOR, breathing
 from .screen import ContextScreen
 from .sources import ArraySource, Source, sum_parts
 
@@ -75,6 +75,9 @@ class FitSpec:
     breathing_depth: int = 0
     """Centres the first breathing cycle adds and removes (:mod:`.moves`), from the best
     run; 0: no global moves."""
+    hartigan: bool = False
+    """Hartigan and Wong's single-point moves from the end of the global moves (or the
+    best run), where the backend offers them (:meth:`~.engine.base.Backend.single_moves`)."""
 
 
 @dataclass
@@ -86,6 +89,7 @@ class _Run:
     inertia: float | None = None
     n_cycles: int = 0  # breathing cycles made from this run
     moved: bool = False  # whether these are the global moves' centres
+    n_single: int = 0  # rows the single-point moves moved to give these centres
 
 
 @dataclass
@@ -107,6 +111,8 @@ class FitResult:
     """Breathing cycles made from the best run (whether or not they improved on it)."""
     breathing_improved: bool = False
     """Whether the result is the global moves' (they improved on the best run)."""
+    n_hartigan_moves: int = 0
+    """Rows that Hartigan's single-point moves moved, where their result was kept."""
 
     @property
     def n_iter(self) -> int:
@@ -403,6 +409,36 @@ class _Fit:
                     self.to_user(run.inertia))
         return moved if self.better(moved, run) else run
 
+    def refine(self, run: _Run) -> _Run:
+        """Hartigan and Wong's single-point moves from ``run``'s centres, then Lloyd steps
+        (to a fixed point of the fit's own arithmetic); kept where their inertia is
+        lower than the run's."""
+        spec = self.spec
+        if not spec.hartigan or spec.n_clusters == 1:
+            return run
+        found = self.backend.single_moves(run.centers.cpu().numpy(), max_passes=spec.max_iter,
+                                          floor=IMPROVEMENT_FLOOR)
+        if found is None:
+            logger.info("Single-point moves skipped: the rows are not held in memory.")
+            return run
+        logger.info("Single-point moves: %d rows moved in %d passes.", found.n_moves,
+                    found.n_passes)
+        if found.n_moves == 0:
+            return run
+        self.scored(run)
+        device = run.centers.device
+        start = torch.from_numpy(found.centers.astype(run.centers.cpu().numpy().dtype))
+        end = run_lloyd(self.make_backend(spec.n_clusters, warm=True), start.to(device),
+                        spec.max_iter, self.tol, log=False)
+        moved = self.scored(_Run(end.centers, run.n_learned, run.n_lloyd, run.kind, None,
+                                 run.n_cycles, run.moved, found.n_moves))
+        logger.info("Single-point moves: inertia %.6g from %.6g.",
+                    self.to_user(moved.inertia), self.to_user(run.inertia))
+        # Moves were made: the partition is another one (Lloyd's steps keep it, each row
+        # being strictly nearest its own mean), so the inertia alone decides, without
+        # KMeans' pass comparing the two assignments.
+        return moved if moved.inertia < run.inertia else run
+
     @property
     def total_weight(self) -> float:
         """The points' total weight (their number without weights), one pass over the
@@ -475,9 +511,10 @@ def fit(source: Source, spec: FitSpec) -> FitResult:
     for run in runs:
         if state.better(run, best):
             best = run
-    best = state.breathe(best)
+    best = state.refine(state.breathe(best))
     return FitResult(best.centers, state.frame, best.n_learned, best.n_lloyd, best.kind,
-                     state.phase is not None, state.skipped, best.n_cycles, best.moved)
+                     state.phase is not None, state.skipped, best.n_cycles, best.moved,
+                     best.n_single)
 
 
 @dataclass
@@ -492,25 +529,28 @@ class Breathed:
 
 
 def breathe_problem(X: np.ndarray, sample_weight: np.ndarray | None, centers: np.ndarray, *,
-                    max_iter: int, tol: float, depth: int, device) -> tuple[Breathed | None, int]:
-    """The global moves of a fit (:meth:`_Fit.breathe`) on one in-memory problem, from
-    centres ``centers`` (k, d) in the user's frame: :func:`skformer.batch_k_means` runs
-    each problem's as :class:`~skformer.TransformerKMeans` runs its own.
+                    max_iter: int, tol: float, depth: int, device, hartigan: bool = False
+                    ) -> tuple[Breathed | None, int]:
+    """The global moves of a fit (:meth:`_Fit.breathe`) and, with ``hartigan``, its
+    single-point moves (:meth:`_Fit.refine`) on one in-memory problem, from centres
+    ``centers`` (k, d) in the user's frame: :func:`skformer.batch_k_means` runs each
+    problem's as :class:`~skformer.TransformerKMeans` runs its own.
 
     Returns
     -------
     breathed : Breathed or None
-        None where the cycles found nothing better than the start.
+        None where the moves found nothing better than the start.
     n_cycles : int
         The cycles made.
     """
     source = ArraySource(np.ascontiguousarray(X), sample_weight, torch.device(device))
     spec = FitSpec(n_clusters=centers.shape[0], init=centers, n_init=1, max_iter=max_iter,
-                   tol=tol, random_state=np.random.RandomState(0), breathing_depth=depth)
+                   tol=tol, random_state=np.random.RandomState(0), breathing_depth=depth,
+                   hartigan=hartigan)
     state = _Fit(source, spec)
     start = state.frame.apply(np.asarray(centers, dtype=source.dtype))
     run = _Run(torch.from_numpy(np.ascontiguousarray(start)).to(source.device))
-    moved = state.breathe(run)
+    moved = state.refine(state.breathe(run))
     if moved is run:
         return None, run.n_cycles
     user = state.frame.to_user(moved.centers.cpu().numpy()).astype(source.dtype, copy=False)

@@ -60,7 +60,8 @@ class BatchKMeansResult(NamedTuple):
     """Shape (b,), int64: iterations of each problem's best run."""
 
 
-def _check_params(init, n_init, max_iter, tol, learned_starts, breathing_depth) -> None:
+def _check_params(init, n_init, max_iter, tol, learned_starts, breathing_depth,
+                  hartigan) -> None:
     if isinstance(init, str) and init not in ("k-means++", "random"):
         raise ValueError(f"init must be 'k-means++', 'random', an array of shape "
                          f"(n_problems, n_clusters, n_features) or a list of arrays; got "
@@ -76,6 +77,9 @@ def _check_params(init, n_init, max_iter, tol, learned_starts, breathing_depth) 
                                       or breathing_depth < 0):
         raise ValueError(f"breathing_depth must be 'auto' or an int >= 0, got "
                          f"{breathing_depth!r}.")
+    if not (isinstance(hartigan, (bool, np.bool_)) or (isinstance(hartigan, str)
+                                                        and hartigan == "auto")):
+        raise ValueError(f"hartigan must be 'auto', True or False, got {hartigan!r}.")
 
 
 def _rows(problems: Problems, i: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -86,10 +90,11 @@ def _rows(problems: Problems, i: int) -> tuple[np.ndarray, np.ndarray | None]:
     return x, w
 
 
-def _breathe(problems: Problems, depth: int, *, max_iter: int, tol: float, centres, labels,
-             inertia) -> None:
-    """Each problem's global moves from its result, as :class:`~skformer.TransformerKMeans`
-    makes them (:func:`~skformer._fit.runs.breathe_problem`); where they improve on it,
+def _breathe(problems: Problems, depth: int, hartigan: bool, *, max_iter: int, tol: float,
+             centres, labels, inertia) -> None:
+    """Each problem's global moves (``depth``) and single-point moves (``hartigan``) from
+    its result, as :class:`~skformer.TransformerKMeans` makes them
+    (:func:`~skformer._fit.runs.breathe_problem`); where they improve on it,
     its centres, labels and inertia are replaced in place (``n_iter`` stays its run's)."""
     for i in range(problems.n_problems):
         k = int(problems.ks[i])
@@ -98,7 +103,7 @@ def _breathe(problems: Problems, depth: int, *, max_iter: int, tol: float, centr
         x, w = _rows(problems, i)
         found, _ = breathe_problem(x, w, centres[i, :k].cpu().numpy().astype(x.dtype),
                                    max_iter=max_iter, tol=tol, depth=depth,
-                                   device=problems.device)
+                                   device=problems.device, hartigan=hartigan)
         if found is None:
             continue
         dev = centres.device
@@ -245,6 +250,7 @@ def batch_k_means(
     tol=1e-4,
     learned_starts=0,
     breathing_depth="auto",
+    hartigan="auto",
     random_state=None,
     device="auto",
 ) -> BatchKMeansResult:
@@ -306,6 +312,10 @@ def batch_k_means(
         :class:`~skformer.TransformerKMeans` (breathing k-means, made problem by problem
         as that estimator makes them on the problem alone). 0: none. ``"auto"``: 5 with
         ``learned_starts >= 1``, 0 otherwise.
+    hartigan : bool or "auto", default="auto"
+        Hartigan and Wong's single-point moves from each problem's result, after its
+        global moves, as in :class:`~skformer.TransformerKMeans`. ``"auto"``: where
+        global moves run.
     random_state : None, int, numpy RandomState or Generator, or array of b ints, \
             default=None
         Seeds the initialisation. Every problem draws from its own stream, a function
@@ -365,9 +375,10 @@ def batch_k_means(
     >>> [c.shape for c in result.cluster_centers], [len(lab) for lab in result.labels]
     ([(2, 3), (3, 3), (4, 3)], [30, 50, 40])
     """
-    _check_params(init, n_init, max_iter, tol, learned_starts, breathing_depth)
+    _check_params(init, n_init, max_iter, tol, learned_starts, breathing_depth, hartigan)
     depth = ((BREATHING_DEPTH if learned_starts else 0) if breathing_depth == "auto"
              else int(breathing_depth))
+    hartigan = depth > 0 if isinstance(hartigan, str) else bool(hartigan)
     problems = as_problems(X, n_clusters, lengths=lengths, sample_weight=sample_weight,
                            device=device)
     setup = (_learned_model(problems, learned_starts, init, depth > 0) if learned_starts
@@ -407,9 +418,9 @@ def batch_k_means(
               seed=lambda block, r: _seed(block, init, streams.child(r)), n_init=n_init,
               max_iter=int(max_iter), tol=float(tol), centres=centres, labels=labels,
               inertia=inertia, n_iter=n_iter)
-    if depth:
-        _breathe(problems, depth, max_iter=int(max_iter), tol=float(tol), centres=centres,
-                 labels=labels, inertia=inertia)
+    if depth or hartigan:
+        _breathe(problems, depth, hartigan, max_iter=int(max_iter), tol=float(tol),
+                 centres=centres, labels=labels, inertia=inertia)
     _warn_distinct(labels, problems.ks)
     centre_rows = torch.arange(k_max, device=dev) < torch.as_tensor(problems.ks, device=dev
                                                                    ).unsqueeze(-1)
