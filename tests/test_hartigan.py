@@ -177,6 +177,16 @@ def test_sparse_rows_are_not_moved():
     np.testing.assert_allclose(got.cluster_centers_, want.cluster_centers_, rtol=1e-9)
 
 
+def test_dask_arrays_are_not_moved():
+    da = pytest.importorskip("dask.array")
+    X, _ = make_blobs(300, 3, centers=20, cluster_std=2.0, random_state=0)
+    est = dict(n_clusters=20, random_state=0, breathing_depth=2)
+    got = TransformerKMeans(**est).fit(da.from_array(X, chunks=100))
+    want = TransformerKMeans(**est, hartigan=False).fit(X)
+    assert got.n_hartigan_moves_ == 0
+    np.testing.assert_allclose(got.cluster_centers_, want.cluster_centers_, rtol=1e-9)
+
+
 def test_batch_moves_each_problem_as_the_estimator(global_random_seed):
     rng = np.random.default_rng(global_random_seed)
     X = [rng.uniform(size=(int(m), 2)) for m in rng.integers(200, 300, size=3)]

@@ -419,7 +419,8 @@ class _Fit:
         found = self.backend.single_moves(run.centers.cpu().numpy(), max_passes=spec.max_iter,
                                           floor=IMPROVEMENT_FLOOR)
         if found is None:
-            logger.info("Single-point moves skipped: the rows are not held in memory.")
+            logger.info("Single-point moves skipped: they need dense rows in memory or a "
+                        "memmap, not sparse rows or a dask array.")
             return run
         logger.info("Single-point moves: %d rows moved in %d passes.", found.n_moves,
                     found.n_passes)
@@ -427,9 +428,9 @@ class _Fit:
             return run
         self.scored(run)
         device = run.centers.device
-        start = torch.from_numpy(found.centers.astype(run.centers.cpu().numpy().dtype))
-        end = run_lloyd(self.make_backend(spec.n_clusters, warm=True), start.to(device),
-                        spec.max_iter, self.tol, log=False)
+        start = torch.from_numpy(found.centers).to(device, run.centers.dtype)
+        end = run_lloyd(self.make_backend(spec.n_clusters, warm=True), start, spec.max_iter,
+                        self.tol, log=False)
         moved = self.scored(_Run(end.centers, run.n_learned, run.n_lloyd, run.kind, None,
                                  run.n_cycles, run.moved, found.n_moves))
         logger.info("Single-point moves: inertia %.6g from %.6g.",
