@@ -44,10 +44,9 @@ __all__ = ["BREATHING_DEPTH", "BREATHING_SEED", "IMPROVEMENT_FLOOR", "OFFSET", "
 
 logger = logging.getLogger("skformer")
 
-# The breathing depth of ``breathing_depth="auto"`` in the learned mode: one more than
-# Fritzke's default of 5; with the single-point moves after them the deeper search paid
-# for its time (docs/benchmarks.rst, "The best clustering per CPU-second").
-BREATHING_DEPTH = 6
+# The breathing depth of ``breathing_depth="auto"`` in the learned mode: Fritzke's
+# default, which reached the best inertia known on most of his benchmark.
+BREATHING_DEPTH = 5
 # The offsets of new centres (the tie breakers) come from this fixed stream: a fit's
 # randomness is its initial centres, and one problem of many then breathes as it does
 # alone.
