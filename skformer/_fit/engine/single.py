@@ -38,8 +38,9 @@ def single_moves(kernels, blocks: Callable[[], Iterable[Block]], n: int, c: np.n
                  max_passes: int, floor: float) -> SingleMoves:
     """Single-point moves from the nearest-centre partition of centres ``c`` (k, d) of
     ``n`` rows: passes over the rows in order until one moves none, at most
-    ``max_passes`` (the compiled ``kernels``' :func:`~skformer._fit.kernels.hartigan.
-    hartigan_pass`, with its ``floor``). ``blocks()`` walks the rows once, in order, as
+    ``max_passes`` (the compiled ``kernels``'
+    :func:`~skformer._fit.kernels.hartigan.hartigan_pass`, with its ``floor``).
+    ``blocks()`` walks the rows once, in order, as
     dense :class:`~skformer._fit.sources.Block` s; where they lie has no effect on the
     moves (every decision is made on exact differences).
 
