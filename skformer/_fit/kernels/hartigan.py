@@ -27,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from .cache import helper, kernel
+from .costs import squared_distance
 from .step import ROWS
 
 __all__ = ["hartigan_pass", "hartigan_start"]
@@ -73,15 +74,6 @@ def _slope(d):  # pragma: no cover - compiled
     """The float64 product's rounding over ``|x|^2 + |c|^2``: at most (d + 2) eps of
     ``|x|^2 + |c|^2 + 2|x||c|``, at most twice the first; doubled again for safety."""
     return (4.0 * d + 8.0) * np.finfo(np.float64).eps
-
-
-@helper
-def _squared(row, centre):  # pragma: no cover - compiled
-    total = 0.0
-    for q in range(row.shape[0]):
-        diff = row[q] - centre[q]
-        total += diff * diff
-    return total
 
 
 @helper
@@ -147,7 +139,7 @@ def hartigan_pass(x, w, labels, low, seen, c, sums, mass, log, clock,
             rest = mass[own] - weight
             if not rest > 1e-12 * mass[own]:
                 continue
-            cost = _squared(row, c[own]) * mass[own] / rest
+            cost = squared_distance(row, c[own]) * mass[own] / rest
             bound = -np.inf
             if fresh:
                 x_sq = 0.0
@@ -162,13 +154,13 @@ def hartigan_pass(x, w, labels, low, seen, c, sums, mass, log, clock,
                 for t in range(n_moved):  # changed since the product: measured again
                     j = moved[t]
                     if j != own:
-                        bound = min(bound, _squared(row, c[j]) * _factor(mass[j], weight))
+                        bound = min(bound, squared_distance(row, c[j]) * _factor(mass[j], weight))
             elif clock[0] - seen[i] <= limit:
                 bound = low[i]
                 for t in range(seen[i], clock[0]):
                     j = log[t % limit]
                     if j != own:
-                        bound = min(bound, _squared(row, c[j]) * _factor(mass[j], weight))
+                        bound = min(bound, squared_distance(row, c[j]) * _factor(mass[j], weight))
             if bound >= cost:
                 low[i] = bound
                 seen[i] = clock[0]
@@ -178,7 +170,7 @@ def hartigan_pass(x, w, labels, low, seen, c, sums, mass, log, clock,
             for j in range(k):
                 if j == own:
                     continue
-                value[j] = _squared(row, c[j]) * _factor(mass[j], weight)
+                value[j] = squared_distance(row, c[j]) * _factor(mass[j], weight)
                 if value[j] < lowest:
                     lowest = value[j]
                     target = j
@@ -199,7 +191,7 @@ def hartigan_pass(x, w, labels, low, seen, c, sums, mass, log, clock,
                         dirty[j] = True
                         moved[n_moved] = j
                         n_moved += 1
-                value[own] = _squared(row, c[own]) * _factor(mass[own], weight)
+                value[own] = squared_distance(row, c[own]) * _factor(mass[own], weight)
             new = labels[i]
             bound = np.inf
             for j in range(k):
