@@ -134,13 +134,13 @@ class TransformerKMeans(BaseTransformerKMeans):
         cluster, at least 2048 and 16 per cluster, at most what keeps points times
         clusters times the model's token width within ``2**28`` (each centre's mean
         needs points; :func:`skformer._fit.auto_context`). With a
-        sample, exact Lloyd steps on the sample first screen each learned run: it gets
-        Lloyd steps on all the data (and competes) only where its fixed point on the
-        sample is another clustering of lower inertia than the runs before it, so a
-        learned run that ends where the plain Lloyd run did costs no pass over all the
-        data. None: all points (the points-to-points attention then costs
-        ``n_samples**2``). With ``learned_starts >= 1`` it must be at least
-        ``n_clusters``.
+        sample of at most half the points, exact Lloyd steps on the sample first
+        screen each learned run: it gets Lloyd steps on all the data (and competes)
+        only where its fixed point on the sample is another clustering of lower
+        inertia than the runs before it, so a learned run that ends where the plain
+        Lloyd run did costs no pass over all the data. None: all points (the
+        points-to-points attention then costs ``n_samples**2``). With
+        ``learned_starts >= 1`` it must be at least ``n_clusters``.
     pretrain : bool, default=True
         Pretrain a model on demand when none is stored for the shape. If False, a
         missing model raises :class:`LookupError`.

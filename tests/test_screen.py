@@ -100,6 +100,20 @@ def test_a_learned_run_that_ends_where_lloyd_did_is_not_finished(caplog):
     np.testing.assert_array_equal(fit.labels_, km.labels_)
 
 
+@pytest.mark.parametrize("max_context, screened", [(1500, True), (1501, False)])
+def test_the_screen_serves_a_context_of_at_most_half_the_rows(caplog, max_context, screened):
+    # Settling two runs on a context of more than half the rows costs more than the
+    # finish it may spare: there the learned run is finished on all the data, unscreened.
+    X, _ = make_blobs(3000, n_features=4, centers=3, cluster_std=0.5, random_state=0)
+    with caplog.at_level(logging.INFO, logger="skformer"):
+        fit = _learned(n_clusters=3, max_context=max_context, random_state=0,
+                       verbose=1).fit(X)
+    assert ("Context screen" in caplog.text) is screened
+    assert caplog.text.count("strict convergence") == (1 if screened else 2)
+    km = KMeans(3, random_state=0).fit(X)
+    assert fit.inertia_ <= km.inertia_ * (1 + 1e-9)
+
+
 @pytest.mark.parametrize("n_init", [1, 2])
 def test_never_above_kmeans_with_a_sampled_context(global_random_seed, n_init):
     X = _mixture(3000, 8, 10, global_random_seed)

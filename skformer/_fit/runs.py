@@ -194,6 +194,10 @@ def _rescaled_callable(init: Callable, power: int) -> Callable:
 # would be 2**30): with its principal-subspace computation a context takes about three
 # times its dense size.
 DENSE_CONTEXT_CELLS = 2**27
+# The context screen (:mod:`.screen`) serves where the context is at most this share of
+# the rows: it settles two runs on the context to spare one run on all the data, so on
+# a context of more than half the rows it costs more than the finish it may spare.
+SCREEN_SHARE = 0.5
 
 
 def _moments_partial(block) -> tuple[np.ndarray, np.ndarray]:
@@ -303,7 +307,8 @@ class _Fit:
             return
         self.context = rows
         self.phase = LearnedPhase(setup, rows, w, mframe, subspace, seen)
-        if idx is not None and self.spec.finish == "lloyd":  # the context is a sample
+        if (idx is not None and self.spec.finish == "lloyd"  # the context is a sample
+                and idx.size <= SCREEN_SHARE * self.source.n_samples):
             self.screen = ContextScreen(rows, w, self.spec.max_iter)
 
     def starts(self, random_state) -> list[np.ndarray]:
@@ -334,7 +339,10 @@ class _Fit:
                                   None if other is None else other.cpu().numpy())
 
     def lloyd(self, c: torch.Tensor, kind: str = "lloyd", n_learned: int = 0) -> _Run:
-        end = run_lloyd(self.backend, c, self.spec.max_iter, self.tol, to_user=self.to_user,
+        """Lloyd steps from ``c``; a learned run's end (``n_learned`` > 0) is near a fixed
+        point, so its steps take the warm backend (the same steps, fewer products)."""
+        backend = self.backend if n_learned == 0 else self.make_backend(c.shape[0], warm=True)
+        end = run_lloyd(backend, c, self.spec.max_iter, self.tol, to_user=self.to_user,
                         x2=self.x2 if self.compares else None)
         return _Run(end.centers, n_learned, end.n_iter, kind, end.inertia)
 

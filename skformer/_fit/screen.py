@@ -10,8 +10,9 @@ nothing. The screen decides on the context first: exact Lloyd steps on the conte
 from each run's centres, to a fixed point of the context, and the context's inertia
 there. A learned run's finish runs only where its fixed point is a different clustering
 of the context (another set of centres) with a lower inertia than every run finished so
-far (the plain Lloyd run's first). Where the context is all the data, the screen would be
-the finish itself, so it is not used.
+far (the plain Lloyd run's first). Where the context is more than half the data (or all
+of it), settling two runs on it costs more than the finish it may spare, so it is not
+used (:data:`~skformer._fit.runs.SCREEN_SHARE`).
 
 Screening changes which runs are finished, never how a finished run is compared: the
 plain Lloyd run (KMeans' run from the start) is always finished, so the inertia is still
@@ -90,7 +91,9 @@ class ContextScreen:
         (or ``max_iter`` steps), and the context's inertia there."""
         backend = self._backend
         if backend is None:
-            backend = self._backend = choose_backend(self.source, c.shape[0])
+            # Every settle starts near a fixed point (a Lloyd run's end on all the data,
+            # or the learned steps'): the warm backend's bounds spare most products.
+            backend = self._backend = choose_backend(self.source, c.shape[0], warm=True)
             self._x2 = backend.norms()
         end = run_lloyd(backend, c.detach().cpu(), self.max_iter, 0.0, x2=self._x2,
                         log=False)
