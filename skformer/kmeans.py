@@ -121,8 +121,9 @@ class TransformerKMeans(BaseTransformerKMeans):
         result replaces the run's only where its inertia is lower. They end at fixed
         points of Lloyd's steps that Lloyd's steps cannot leave (a point's own cluster
         counts it in its mean), most often where clusters are small. Made where the
-        rows are dense and held in memory (not for sparse matrices, memmaps or dask
-        arrays). ``"auto"``: where global moves run.
+        rows are dense and this process can walk them (in memory or a
+        ``numpy.memmap``; not for sparse matrices or dask arrays). ``"auto"``: where
+        global moves run.
     finish : {"lloyd", "none"}, default="lloyd"
         ``"lloyd"``: after the learned steps, exact Lloyd steps run to a fixed point,
         and the plain Lloyd run from the same start competes. ``"none"``: the centres
