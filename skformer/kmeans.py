@@ -111,7 +111,7 @@ class TransformerKMeans(BaseTransformerKMeans):
         run, then as many of least utility are removed and Lloyd steps run again; the
         cycles repeat while they lower the inertia by a relative ``tol``, the depth
         dropping by one after each that does not. The result replaces the run's only
-        where its inertia is lower. 0: none. ``"auto"``: 5 with
+        where its inertia is lower. 0: none. ``"auto"``: 7 with
         ``learned_starts >= 1`` (the mode for the best clustering), 0 otherwise (the fast
         mode stays KMeans' run).
     hartigan : bool or "auto", default="auto"

@@ -10,6 +10,7 @@ import torch
 from sklearn.datasets import make_blobs
 
 from skformer import TransformerKMeans
+from skformer import kmeans as kmeans_module
 from skformer import reference as ref
 from skformer._fit import kernels
 from skformer._fit.engine.base import CentreCosts
@@ -17,7 +18,8 @@ from skformer._fit.engine.compiled import CompiledBackend, Grid
 from skformer._fit.engine.sparse import SparseBackend
 from skformer._fit.engine.torch import TorchBackend
 from skformer._fit.frame import Frame
-from skformer._fit.moves import breathe_in, breathe_out, breathing
+from skformer._fit.learned import learned_pace
+from skformer._fit.moves import BREATHING_DEPTH, breathe_in, breathe_out, breathing
 from skformer._fit.sources import ArraySource
 from skformer._fit.sparse import SparseSource
 
@@ -168,8 +170,12 @@ def test_estimator_breathing_equals_the_oracle(global_random_seed):
 
 
 @pytest.mark.parametrize("learned_starts", [0, 1])
-def test_breathing_is_never_above_the_run_it_starts_from(global_random_seed, learned_starts):
+def test_breathing_is_never_above_the_run_it_starts_from(global_random_seed, learned_starts,
+                                                          monkeypatch):
     X, _ = make_blobs(1500, 4, centers=20, cluster_std=1.5, random_state=global_random_seed)
+    # The learned steps are paced for the moves that follow them (one temperature scale):
+    # the fit without moves is paced alike, so both start from the same run.
+    monkeypatch.setattr(kmeans_module, "learned_pace", lambda _: learned_pace(True))
     plain = TransformerKMeans(20, random_state=global_random_seed, learned_starts=learned_starts,
                               breathing_depth=0, device="cpu").fit(X)
     moved = TransformerKMeans(20, random_state=global_random_seed, learned_starts=learned_starts,
@@ -226,7 +232,7 @@ def test_learned_steps_hand_over_sooner_where_moves_follow(monkeypatch, caller):
                               random_state=0).fit(X)
         else:
             batch_k_means([X], 6, learned_starts=1, tol=1e-5, random_state=0,
-                          breathing_depth=5 if depth == "auto" else 0)
+                          breathing_depth=BREATHING_DEPTH if depth == "auto" else 0)
     assert seen == [BREATHING_GAIN, 1e-5]
 
 

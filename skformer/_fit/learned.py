@@ -58,12 +58,12 @@ CONTEXT_BUDGET = 2**28
 # learned phase per scale.
 TEMPERATURE_SCALES = (1.0, 2.0, 4.0)
 # Where global moves follow the learned run (breathing k-means, :mod:`.moves`), its
-# steps are made at these scales only: the moves repair what the schedule's own
+# steps are made at this scale only: the moves repair what the schedule's own
 # temperatures are kept for (separated mixtures, embeddings: docs, "The learned mode at
-# users' shapes"), and from a sharper run's end they reached the same inertia as from
-# the three scales' best, in 0.8-0.9 of the time (docs: "The best clustering per
-# CPU-second").
-BREATHING_SCALES = (2.0, 4.0)
+# users' shapes"), and from the sharpest run's end they reached as low an inertia as
+# from the best of several scales, in less time, which deeper moves then use (docs:
+# "The best clustering per CPU-second").
+BREATHING_SCALES = (4.0,)
 # Where global moves follow, the learned steps end once their objective has gained less
 # than this share in PATIENCE steps (or the fit's ``tol``, where larger): by then most
 # rows' soft weights are one-hot and a learned step moves the centres as a Lloyd step
@@ -130,13 +130,13 @@ class LearnedSetup:
 
 def learned_pace(moves_follow: bool) -> dict:
     """The :class:`LearnedSetup` fields that differ where global moves follow the learned
-    steps (two temperature scales, the steps ending at :data:`BREATHING_GAIN`) from where
+    steps (one temperature scale, the steps ending at :data:`BREATHING_GAIN`) from where
     they end the fit; one choice for the estimator and for many problems at once.
 
     Examples
     --------
     >>> learned_pace(True)
-    {'temperature_scales': (2.0, 4.0), 'least_gain': 0.003}
+    {'temperature_scales': (4.0,), 'least_gain': 0.003}
     """
     if moves_follow:
         return {"temperature_scales": BREATHING_SCALES, "least_gain": BREATHING_GAIN}

@@ -310,7 +310,7 @@ def batch_k_means(
     breathing_depth : int or "auto", default="auto"
         Global moves from each problem's result, as in
         :class:`~skformer.TransformerKMeans` (breathing k-means, made problem by problem
-        as that estimator makes them on the problem alone). 0: none. ``"auto"``: 5 with
+        as that estimator makes them on the problem alone). 0: none. ``"auto"``: 7 with
         ``learned_starts >= 1``, 0 otherwise.
     hartigan : bool or "auto", default="auto"
         Hartigan and Wong's single-point moves from each problem's result, after its
