@@ -121,8 +121,8 @@ class TransformerKMeans(BaseTransformerKMeans):
         result replaces the run's only where its inertia is lower. They end at fixed
         points of Lloyd's steps that Lloyd's steps cannot leave (a point's own cluster
         counts it in its mean), most often where clusters are small. Made where the
-        rows are dense and this process can walk them (in memory or a
-        ``numpy.memmap``; not for sparse matrices or dask arrays). ``"auto"``: where
+        rows can be walked in this process: in memory, a ``numpy.memmap`` or a sparse
+        matrix (read dense a few rows at a time), not a dask array. ``"auto"``: where
         global moves run.
     finish : {"lloyd", "none"}, default="lloyd"
         ``"lloyd"``: after the learned steps, exact Lloyd steps run to a fixed point,

@@ -427,8 +427,8 @@ class _Fit:
         found = self.backend.single_moves(run.centers.cpu().numpy(), max_passes=spec.max_iter,
                                           floor=IMPROVEMENT_FLOOR)
         if found is None:
-            logger.info("Single-point moves skipped: they need dense rows in memory or a "
-                        "memmap, not sparse rows or a dask array.")
+            logger.info("Single-point moves skipped: they walk the rows in this process "
+                        "(in memory, a memmap or a sparse matrix), not a dask array.")
             return run
         logger.info("Single-point moves: %d rows moved in %d passes.", found.n_moves,
                     found.n_passes)

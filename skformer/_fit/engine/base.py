@@ -137,7 +137,8 @@ class Backend(ABC):
         (:func:`~.single.single_moves`), or None where they are not offered: they visit
         the rows one by one, in order, so they need dense rows that this process can
         walk (in memory or a memmap; rows on a GPU are copied to the CPU block by
-        block) and the compiled kernels.
+        block) and the compiled kernels. The sparse backend reads its rows dense a chunk
+        at a time (:meth:`.sparse.SparseBackend.single_moves`).
         """
         source = self.source
         if self.kernels is None or source.sparse or source.blocks() is None:

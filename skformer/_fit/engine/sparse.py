@@ -1,4 +1,4 @@
-"""The sparse backend: CSR blocks, never made dense.
+"""The sparse backend: CSR blocks, never made dense whole.
 
 Dimension legend: ``m`` rows of a block, ``d`` features, ``k`` clusters.
 
@@ -10,19 +10,31 @@ Per block (:class:`~skformer._fit.sparse.SparseSource`'s row slices):
 - squared distances from the same products, ``|x|^2 + |c|^2 - 2 x.c`` (see
   :func:`~skformer._fit.assign.sparse_nearest`).
 
-The products run on the CPU (scipy's sparse kernels) whatever the fit's device.
+The products run on the CPU (scipy's sparse kernels) whatever the fit's device. Only
+Hartigan's single-point moves read rows dense, a few at a time (:func:`dense_rows`): they
+visit the rows one by one and decide on exact differences, so they make the moves of the
+dense rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+
 import numpy as np
+import torch
 from sklearn.utils.extmath import row_norms
 
 from ..assign import sparse_nearest, sparse_row_squares
 from ..sources import Block, Source, sum_parts
 from .base import Backend, CentreCosts, LloydStats, Stepper, contingency
+from .single import SingleMoves, single_moves
 
-__all__ = ["SparseBackend", "sparse_costs", "sparse_norms", "sparse_score", "sparse_stats"]
+__all__ = ["DENSE_VALUES", "SparseBackend", "dense_rows", "sparse_costs", "sparse_norms",
+           "sparse_score", "sparse_stats"]
+
+# Most values of the dense rows that the single-point moves hold at a time: a chunk of
+# rows a few MB wide, whatever the number of features.
+DENSE_VALUES = 2**18
 
 
 def _weights(block: Block) -> np.ndarray | None:
@@ -106,6 +118,26 @@ def sparse_costs(block: Block, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return error, utility
 
 
+def dense_rows(blocks: Callable[[], Iterable[Block]], n_features: int,
+               values: int | None = None) -> Iterator[Block]:
+    """The rows of the CSR ``blocks`` in order, as dense blocks (the data's dtype) of at
+    most ``values`` values (default :data:`DENSE_VALUES`), each with its weights.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> x = sp.csr_matrix(np.array([[0.0, 1.0], [2.0, 0.0], [0.0, 0.0]]))
+    >>> [b.x.tolist() for b in dense_rows(lambda: [Block(x, None)], 2, values=4)]
+    [[[0.0, 1.0], [2.0, 0.0]], [[0.0, 0.0]]]
+    """
+    rows = max(1, (DENSE_VALUES if values is None else values) // max(1, n_features))
+    for block in blocks():
+        x = block.x
+        for s in range(0, x.shape[0], rows):
+            yield Block(torch.from_numpy(x[s : s + rows].toarray()),
+                        None if block.w is None else block.w[s : s + rows])
+
+
 class SparseBackend(Backend):
     """CSR rows, block by block on a few threads (SciPy's products release the GIL)."""
 
@@ -124,3 +156,14 @@ class SparseBackend(Backend):
 
     def costs(self, c):
         return CentreCosts(*self.source.map_reduce(sparse_costs, sum_parts, c))
+
+    def single_moves(self, c: np.ndarray, *, max_passes: int, floor: float
+                     ) -> SingleMoves | None:
+        """Hartigan and Wong's single-point moves from centres ``c`` (k, d) over the rows
+        read dense a chunk at a time (:func:`dense_rows`): the moves of the dense rows,
+        to the bit. None without the compiled kernels."""
+        if self.kernels is None:
+            return None
+        source = self.source
+        return single_moves(self.kernels, lambda: dense_rows(source.blocks, source.n_features),
+                            source.n_samples, c, max_passes=max_passes, floor=floor)
