@@ -29,7 +29,7 @@ blocks, and blocks follow one grid of rows whatever the container
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 import numpy as np
@@ -131,23 +131,30 @@ class Backend(ABC):
         steps as :meth:`stepper`'s, started from what the state knows."""
         return self.stepper()
 
-    def single_moves(self, c: np.ndarray, *, max_passes: int, floor: float
-                     ) -> SingleMoves | None:
-        """Hartigan and Wong's single-point moves from centres ``c`` (k, d)
-        (:func:`~.single.single_moves`), or None where they are not offered: they visit
-        the rows one by one, in order, so they need dense rows that this process can
-        walk (in memory or a memmap; rows on a GPU are copied to the CPU block by
-        block) and the compiled kernels. The sparse backend reads its rows dense a chunk
-        at a time (:meth:`.sparse.SparseBackend.single_moves`).
-        """
+    def dense_rows(self) -> Callable[[], Iterable[Block]] | None:
+        """A walk over the rows, once, in order, as dense blocks on the CPU, where this
+        process can make one (in memory or a memmap; rows on a GPU are copied to the CPU
+        once); None otherwise (a dask array's blocks live on its workers). The sparse
+        backend reads its CSR rows dense a chunk at a time."""
         source = self.source
-        if self.kernels is None or source.sparse or source.blocks() is None:
+        if source.sparse or source.blocks() is None:
             return None
         resident = source.resident()
         if resident is not None and resident.x.device.type != "cpu":  # copied once
             resident = Block(resident.x.cpu(), None if resident.w is None else resident.w.cpu())
-        blocks = source.blocks if resident is None else (lambda: [resident])
-        return single_moves(self.kernels, blocks, source.n_samples, c,
+        return source.blocks if resident is None else (lambda: [resident])
+
+    def single_moves(self, c: np.ndarray, *, max_passes: int, floor: float
+                     ) -> SingleMoves | None:
+        """Hartigan and Wong's single-point moves from centres ``c`` (k, d)
+        (:func:`~.single.single_moves`), or None where they are not offered: they visit
+        the rows one by one, in order, so they need :meth:`dense_rows` and the compiled
+        kernels.
+        """
+        rows = None if self.kernels is None else self.dense_rows()
+        if rows is None:
+            return None
+        return single_moves(self.kernels, rows, self.source.n_samples, c,
                             max_passes=max_passes, floor=floor)
 
 

@@ -11,7 +11,7 @@ Per block (:class:`~skformer._fit.sparse.SparseSource`'s row slices):
   :func:`~skformer._fit.assign.sparse_nearest`).
 
 The products run on the CPU (scipy's sparse kernels) whatever the fit's device. Only
-Hartigan's single-point moves read rows dense, a few at a time (:func:`dense_rows`): they
+Hartigan's single-point moves read rows dense, a few at a time (:func:`dense_chunks`): they
 visit the rows one by one and decide on exact differences, so they make the moves of the
 dense rows.
 """
@@ -27,9 +27,8 @@ from sklearn.utils.extmath import row_norms
 from ..assign import sparse_nearest, sparse_row_squares
 from ..sources import Block, Source, sum_parts
 from .base import Backend, CentreCosts, LloydStats, Stepper, contingency
-from .single import SingleMoves, single_moves
 
-__all__ = ["DENSE_VALUES", "SparseBackend", "dense_rows", "sparse_costs", "sparse_norms",
+__all__ = ["DENSE_VALUES", "SparseBackend", "dense_chunks", "sparse_costs", "sparse_norms",
            "sparse_score", "sparse_stats"]
 
 # Most values of the dense rows that the single-point moves hold at a time: a chunk of
@@ -118,7 +117,7 @@ def sparse_costs(block: Block, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return error, utility
 
 
-def dense_rows(blocks: Callable[[], Iterable[Block]], n_features: int,
+def dense_chunks(blocks: Callable[[], Iterable[Block]], n_features: int,
                values: int | None = None) -> Iterator[Block]:
     """The rows of the CSR ``blocks`` in order, as dense blocks (the data's dtype) of at
     most ``values`` values (default :data:`DENSE_VALUES`), each with its weights.
@@ -127,7 +126,7 @@ def dense_rows(blocks: Callable[[], Iterable[Block]], n_features: int,
     --------
     >>> import scipy.sparse as sp
     >>> x = sp.csr_matrix(np.array([[0.0, 1.0], [2.0, 0.0], [0.0, 0.0]]))
-    >>> [b.x.tolist() for b in dense_rows(lambda: [Block(x, None)], 2, values=4)]
+    >>> [b.x.tolist() for b in dense_chunks(lambda: [Block(x, None)], 2, values=4)]
     [[[0.0, 1.0], [2.0, 0.0]], [[0.0, 0.0]]]
     """
     rows = max(1, (DENSE_VALUES if values is None else values) // max(1, n_features))
@@ -157,13 +156,8 @@ class SparseBackend(Backend):
     def costs(self, c):
         return CentreCosts(*self.source.map_reduce(sparse_costs, sum_parts, c))
 
-    def single_moves(self, c: np.ndarray, *, max_passes: int, floor: float
-                     ) -> SingleMoves | None:
-        """Hartigan and Wong's single-point moves from centres ``c`` (k, d) over the rows
-        read dense a chunk at a time (:func:`dense_rows`): the moves of the dense rows,
-        to the bit. None without the compiled kernels."""
-        if self.kernels is None:
-            return None
+    def dense_rows(self):
+        """The CSR rows read dense a chunk at a time (:func:`dense_chunks`), so the
+        single-point moves are those of the dense rows, to the bit."""
         source = self.source
-        return single_moves(self.kernels, lambda: dense_rows(source.blocks, source.n_features),
-                            source.n_samples, c, max_passes=max_passes, floor=floor)
+        return lambda: dense_chunks(source.blocks, source.n_features)
