@@ -246,6 +246,7 @@ class _Fit:
             variance = _fit_frame_variance(source)
         self.tol = 0.0 if spec.tol == 0 else variance * spec.tol
         self.backend = self.make_backend(spec.n_clusters)
+        self._warm: dict[int, Backend] = {}
         self.phase: LearnedPhase | None = None
         self.skipped: str | None = None
         self.context: np.ndarray | None = None
@@ -258,6 +259,13 @@ class _Fit:
         spec = self.spec
         return (choose_backend(self.source, k, spec.exact, warm=warm) if spec.backend is None
                 else spec.backend(self.source, k))
+
+    def warm_backend(self, k: int) -> Backend:
+        """The fit's backend for runs of ``k`` centres that start near a fixed point (the
+        learned run's finish, the global and single-point moves), made once per ``k``."""
+        if k not in self._warm:
+            self._warm[k] = self.make_backend(k, warm=True)
+        return self._warm[k]
 
     @property
     def x2(self) -> float:
@@ -341,7 +349,7 @@ class _Fit:
     def lloyd(self, c: torch.Tensor, kind: str = "lloyd", n_learned: int = 0) -> _Run:
         """Lloyd steps from ``c``; a learned run's end (``n_learned`` > 0) is near a fixed
         point, so its steps take the warm backend (the same steps, fewer products)."""
-        backend = self.backend if n_learned == 0 else self.make_backend(c.shape[0], warm=True)
+        backend = self.backend if n_learned == 0 else self.warm_backend(c.shape[0])
         end = run_lloyd(backend, c, self.spec.max_iter, self.tol, to_user=self.to_user,
                         x2=self.x2 if self.compares else None)
         return _Run(end.centers, n_learned, end.n_iter, kind, end.inertia)
@@ -380,15 +388,10 @@ class _Fit:
             return run
         self.scored(run)
         device = run.centers.device
-        backends: dict[int, Backend] = {}
         # What the last costs pass learnt of the rows (their bounds), for the next run,
         # which starts from centres near those of the pass.
         last = None
-
-        def warm(k: int) -> Backend:
-            if k not in backends:
-                backends[k] = self.make_backend(k, warm=True)
-            return backends[k]
+        warm = self.warm_backend
 
         def costs(c: np.ndarray) -> CentreCosts:
             nonlocal last
@@ -437,8 +440,8 @@ class _Fit:
         self.scored(run)
         device = run.centers.device
         start = torch.from_numpy(found.centers).to(device, run.centers.dtype)
-        end = run_lloyd(self.make_backend(spec.n_clusters, warm=True), start, spec.max_iter,
-                        self.tol, log=False)
+        end = run_lloyd(self.warm_backend(spec.n_clusters), start, spec.max_iter, self.tol,
+                        log=False)
         moved = self.scored(_Run(end.centers, run.n_learned, run.n_lloyd, run.kind, None,
                                  run.n_cycles, run.moved, found.n_moves))
         logger.info("Single-point moves: inertia %.6g from %.6g.",
