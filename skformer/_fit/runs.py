@@ -38,6 +38,7 @@ from .engine.base import CentreCosts
 from .frame import Frame, ModelFrame, ldexp_csr
 from .learned import LearnedPhase, LearnedSetup, context_indices, project_context
 from .moves import IMPROVEMENT_FLOOR, breathing
+from .repeats import distinct_rows
 from .screen import ContextScreen
 from .sources import ArraySource, Source, sum_parts
 
@@ -247,24 +248,39 @@ class _Fit:
         self.tol = 0.0 if spec.tol == 0 else variance * spec.tol
         self.backend = self.make_backend(spec.n_clusters)
         self._warm: dict[int, Backend] = {}
+        self._warm_source: Source | None = None
         self.phase: LearnedPhase | None = None
         self.skipped: str | None = None
         self.context: np.ndarray | None = None
         self.screen: ContextScreen | None = None
         self._x2: float | None = None
 
-    def make_backend(self, k: int, warm: bool = False) -> Backend:
-        """The fit's kind of Lloyd backend for ``k`` centres (``warm``: for runs that
-        start near a fixed point)."""
+    def make_backend(self, k: int, warm: bool = False, source: Source | None = None
+                     ) -> Backend:
+        """The fit's kind of Lloyd backend for ``k`` centres on ``source`` (default: the
+        fit's) (``warm``: for runs that start near a fixed point)."""
         spec = self.spec
-        return (choose_backend(self.source, k, spec.exact, warm=warm) if spec.backend is None
-                else spec.backend(self.source, k))
+        source = self.source if source is None else source
+        return (choose_backend(source, k, spec.exact, warm=warm) if spec.backend is None
+                else spec.backend(source, k))
+
+    @property
+    def warm_source(self) -> Source:
+        """The rows of the warm runs: the distinct rows weighted by their copies, where
+        the data repeat rows (:func:`~.repeats.distinct_rows`), else the fit's source."""
+        if self._warm_source is None:
+            self._warm_source = distinct_rows(self.source) or self.source
+            if self._warm_source is not self.source:
+                logger.info("Warm runs walk the %d distinct rows of %d.",
+                            self._warm_source.n_samples, self.source.n_samples)
+        return self._warm_source
 
     def warm_backend(self, k: int) -> Backend:
         """The fit's backend for runs of ``k`` centres that start near a fixed point (the
-        learned run's finish, the global and single-point moves), made once per ``k``."""
+        learned run's finish, the global and single-point moves), made once per ``k``,
+        on :attr:`warm_source`."""
         if k not in self._warm:
-            self._warm[k] = self.make_backend(k, warm=True)
+            self._warm[k] = self.make_backend(k, warm=True, source=self.warm_source)
         return self._warm[k]
 
     @property
@@ -427,8 +443,8 @@ class _Fit:
         spec = self.spec
         if not spec.hartigan or spec.n_clusters == 1:
             return run
-        found = self.backend.single_moves(run.centers.cpu().numpy(), max_passes=spec.max_iter,
-                                          floor=IMPROVEMENT_FLOOR)
+        found = self.warm_backend(spec.n_clusters).single_moves(
+            run.centers.cpu().numpy(), max_passes=spec.max_iter, floor=IMPROVEMENT_FLOOR)
         if found is None:
             logger.info("Single-point moves skipped: they walk the rows in this process "
                         "(in memory, a memmap or a sparse matrix), not a dask array.")
