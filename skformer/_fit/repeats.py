@@ -81,9 +81,11 @@ def distinct_rows(source: Source, share: float = DISTINCT_SHARE,
     resident = source.resident()
     if resident is None or resident.tokens is None:
         return None
-    rows = np.ascontiguousarray(resident.x.cpu().numpy())
-    n = rows.shape[0]
-    keys = _keys(rows)
+    # The tokens [x ; 1] are one C-ordered array (their last column is 1 in every row):
+    # their keys are the rows' without a copy (where they are C-ordered, as held).
+    tokens = np.ascontiguousarray(resident.tokens.cpu().numpy())
+    n, d = source.n_samples, source.n_features
+    keys = _keys(tokens)
     if n > probe:
         sample = np.random.default_rng(PROBE_SEED).choice(n, probe, replace=False)
         if np.unique(keys[sample]).size > share * probe:
@@ -93,7 +95,7 @@ def distinct_rows(source: Source, share: float = DISTINCT_SHARE,
         return None
     w = None if resident.w is None else resident.w.cpu().numpy()
     weights = np.bincount(inverse.ravel(), weights=w, minlength=first.size)
-    found = ArraySource(rows[first], weights, source.device)
+    found = ArraySource(tokens[first, :d], weights, source.device)
     # The rows are in the fit frame already: the identity frame copies them as tokens.
-    found.set_frame(Frame(np.zeros(rows.shape[1], dtype=rows.dtype), 0))
+    found.set_frame(Frame(np.zeros(d, dtype=tokens.dtype), 0))
     return found
