@@ -185,13 +185,13 @@ def test_sparse_rows_move_as_their_dense_rows(global_random_seed, dtype, weighte
     start = _lloyd_fixed_point(X.astype(np.float64), 12, global_random_seed, w)
     if values is not None:
         monkeypatch.setattr(sparse_engine, "DENSE_VALUES", values)
-    moved = []
+    backends = []
     for source in (SparseSource(sp.csr_matrix(X), w, CPU), ArraySource(X, w, CPU)):
         source.set_frame(Frame(np.zeros(6, dtype), 0))
-        backend = choose_backend(source, 12)
-        moved.append(backend.single_moves(start, max_passes=100, floor=FLOOR))
-    sparse, dense = moved
-    assert isinstance(backend, CompiledBackend) and sparse.n_moves > 0
+        backends.append(choose_backend(source, 12))
+    assert isinstance(backends[1], CompiledBackend)  # the dense rows' compiled moves
+    sparse, dense = (b.single_moves(start, max_passes=100, floor=FLOOR) for b in backends)
+    assert sparse.n_moves > 0
     assert (sparse.n_moves, sparse.n_passes) == (dense.n_moves, dense.n_passes)
     np.testing.assert_array_equal(sparse.centers, dense.centers)
 

@@ -336,6 +336,10 @@ class Source(ABC):
     initialisation then runs on every row, as KMeans'."""
     sparse: bool = False
     """Whether blocks hold CSR rows (:mod:`.sparse`)."""
+    walkable: bool = False
+    """Whether this process can walk the blocks of a pass in order (:meth:`blocks`):
+    rows held in memory or a memmap, not a dask array's, whose blocks live on its
+    workers."""
     block_rows: int | None = None
     """Rows per block of a pass (the last block may hold fewer)."""
     unit_within: float | None = UNIT_RANGE
@@ -371,11 +375,10 @@ class Source(ABC):
         call); None otherwise."""
         return None
 
-    def blocks(self) -> Iterator[Block] | None:
-        """The blocks of one pass in order, where this process can walk them (work that
-        visits the rows one by one, in order, needs it); None otherwise (a dask array's
-        blocks live on its workers)."""
-        return None
+    def blocks(self) -> Iterator[Block]:
+        """The blocks of one pass in order, where :attr:`walkable` (work that visits the
+        rows one by one, in order, needs it)."""
+        raise NotImplementedError(f"{type(self).__name__} blocks are not walked here")
 
     def distinct_rows(self, at_least: int) -> bool | None:
         """Whether the data hold at least ``at_least`` distinct rows, where one cheap look
@@ -394,6 +397,8 @@ class ArraySource(Source):
     fewer per step) or a memmap read block by block (``cache=False``: no copy of the
     data is ever held, each pass transforms its blocks on the fly).
     """
+
+    walkable = True
 
     def __init__(self, X: np.ndarray, w: np.ndarray | None, device: torch.device,
                  *, cache: bool = True, block_rows: int | None = None):

@@ -54,6 +54,7 @@ class SparseSource(Source):
 
     in_memory = True
     sparse = True
+    walkable = True
     # The scale stays 1 (no copy of the stored values, KMeans' arithmetic exactly) unless
     # the magnitudes are extreme.
     unit_within = UNIT_RANGE

@@ -137,7 +137,7 @@ class Backend(ABC):
         once); None otherwise (a dask array's blocks live on its workers). The sparse
         backend reads its CSR rows dense a chunk at a time."""
         source = self.source
-        if source.sparse or source.blocks() is None:
+        if source.sparse or not source.walkable:
             return None
         resident = source.resident()
         if resident is not None and resident.x.device.type != "cpu":  # copied once
