@@ -76,14 +76,12 @@ def distinct_rows(source: Source, share: float = DISTINCT_SHARE,
     >>> found.n_samples, found.gather(None)[0].tolist(), found.gather(None)[1].tolist()
     (2, [[0.0, 1.0], [2.0, 3.0]], [8.0, 2.0])
     """
-    if source.sparse:
+    tokens = source.held_tokens()
+    if tokens is None:
         return None
-    resident = source.resident()
-    if resident is None or resident.tokens is None:
-        return None
-    # The tokens [x ; 1] are one C-ordered array (their last column is 1 in every row):
-    # their keys are the rows' without a copy (where they are C-ordered, as held).
-    tokens = np.ascontiguousarray(resident.tokens.cpu().numpy())
+    # The tokens [x ; 1] are held as one C-ordered array, whatever the device of the
+    # steps, and their last column is 1 in every row: their bytes key the rows, no copy.
+    tokens = np.ascontiguousarray(tokens)
     n, d = source.n_samples, source.n_features
     keys = _keys(tokens)
     if n > probe:
@@ -93,7 +91,7 @@ def distinct_rows(source: Source, share: float = DISTINCT_SHARE,
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     if first.size > share * n:
         return None
-    w = None if resident.w is None else resident.w.cpu().numpy()
+    w = source.gather(None)[1]  # float64, or None where every weight is 1
     weights = np.bincount(inverse.ravel(), weights=w, minlength=first.size)
     found = ArraySource(tokens[first, :d], weights, source.device)
     # The rows are in the fit frame already: the identity frame copies them as tokens.

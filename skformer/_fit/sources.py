@@ -375,6 +375,12 @@ class Source(ABC):
         call); None otherwise."""
         return None
 
+    def held_tokens(self) -> np.ndarray | None:
+        """All the rows in the fit frame as tokens ``[x ; 1]`` (n, d + 1), C-ordered, in
+        the data's dtype, where this process holds them as one NumPy array (an in-memory
+        array); None otherwise (a memmap, a sparse matrix, a dask array)."""
+        return None
+
     def blocks(self) -> Iterator[Block]:
         """The blocks of one pass in order, where :attr:`walkable` (work that visits the
         rows one by one, in order, needs it)."""
@@ -476,6 +482,9 @@ class ArraySource(Source):
 
     def map_reduce(self, func, combine, *args):
         return merge_tree([func(block, *args) for block in self.blocks()], combine)
+
+    def held_tokens(self) -> np.ndarray | None:
+        return self._fitted
 
     def resident(self) -> Block | None:
         if self._fitted is None:
