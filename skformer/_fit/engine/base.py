@@ -132,17 +132,20 @@ class Backend(ABC):
         return self.stepper()
 
     def dense_rows(self) -> Callable[[], Iterable[Block]] | None:
-        """A walk over the rows, once, in order, as dense blocks on the CPU, where this
-        process can make one (in memory or a memmap; rows on a GPU are copied to the CPU
-        once); None otherwise (a dask array's blocks live on its workers). The sparse
+        """A walk over the rows, once, in order, as dense blocks, where this process can
+        make one (in memory: the held array, on the CPU; a memmap: its blocks); None
+        otherwise (a dask array's blocks live on its workers). The sparse
         backend reads its CSR rows dense a chunk at a time."""
         source = self.source
         if source.sparse or not source.walkable:
             return None
-        resident = source.resident()
-        if resident is not None and resident.x.device.type != "cpu":  # copied once
-            resident = Block(resident.x.cpu(), None if resident.w is None else resident.w.cpu())
-        return source.blocks if resident is None else (lambda: [resident])
+        held = source.held_tokens()
+        if held is None:  # a memmap: its blocks, read pass by pass
+            return source.blocks
+        # In memory: the held NumPy array itself, whatever the device of the steps.
+        w = source.gather(None)[1]
+        block = Block(torch.from_numpy(held)[:, :-1], None if w is None else torch.from_numpy(w))
+        return lambda: [block]
 
     def single_moves(self, c: np.ndarray, *, max_passes: int, floor: float
                      ) -> SingleMoves | None:
