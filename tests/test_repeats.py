@@ -12,7 +12,7 @@ from skformer._fit import kernels
 from skformer._fit import runs as fit_runs
 from skformer._fit.engine import choose_backend, run_lloyd
 from skformer._fit.frame import Frame
-from skformer._fit.repeats import distinct_rows
+from skformer._fit.repeats import distinct_source
 from skformer._fit.sources import ArraySource
 from skformer._fit.sparse import SparseSource
 
@@ -41,7 +41,7 @@ def _pixels(rng, n=3000, values=6, d=3, dtype=np.float64):
 def test_distinct_rows_are_numpys_unique_rows_with_their_weights(rng, weighted, dtype):
     X = _pixels(rng, dtype=dtype)
     w = rng.uniform(0.5, 2.0, size=len(X)) if weighted else None
-    found = distinct_rows(_source(X, w))
+    found = distinct_source(_source(X, w))
     rows, inverse = np.unique(X, axis=0, return_inverse=True)
     want_w = np.bincount(inverse.ravel(), weights=w, minlength=len(rows))
     got_rows, got_w = found.gather(None)
@@ -53,15 +53,15 @@ def test_distinct_rows_are_numpys_unique_rows_with_their_weights(rng, weighted, 
 
 def test_rows_that_repeat_too_little_are_kept():
     X = np.arange(40.0).reshape(20, 2)
-    assert distinct_rows(_source(np.concatenate([X, X[:1]]))) is None  # 20 of 21 distinct
-    assert distinct_rows(_source(np.concatenate([X, X[:3]]))) is not None  # 20 of 23
+    assert distinct_source(_source(np.concatenate([X, X[:1]]))) is None  # 20 of 21 distinct
+    assert distinct_source(_source(np.concatenate([X, X[:3]]))) is not None  # 20 of 23
 
 
 def test_the_probe_spares_the_sort_of_distinct_rows(rng, monkeypatch):
     """Repeats the probe does not see leave the rows whole, without a sort of them all."""
     X = rng.normal(size=(5000, 2))
     X[:2500] = X[0]  # half the rows one row: a probe of 100 sees it
-    assert distinct_rows(_source(X), probe=100) is not None
+    assert distinct_source(_source(X), probe=100) is not None
     sorted_sizes = []
     real = np.unique
 
@@ -70,13 +70,13 @@ def test_the_probe_spares_the_sort_of_distinct_rows(rng, monkeypatch):
         return real(a, *args, **kwargs)
 
     monkeypatch.setattr(np, "unique", spy)
-    assert distinct_rows(_source(rng.normal(size=(5000, 2))), probe=100) is None
+    assert distinct_source(_source(rng.normal(size=(5000, 2))), probe=100) is None
     assert sorted_sizes == [100]
 
 
 @pytest.mark.parametrize("kind", ["memmap", "sparse"])
 def test_rows_not_held_as_one_array_are_not_collapsed(rng, kind):
-    assert distinct_rows(_source(_pixels(rng), kind=kind)) is None
+    assert distinct_source(_source(_pixels(rng), kind=kind)) is None
 
 
 # ------------------------------------------------------------ the warm runs on them
@@ -86,7 +86,7 @@ def test_rows_not_held_as_one_array_are_not_collapsed(rng, kind):
 def test_a_run_on_the_distinct_rows_is_the_run_on_every_row(rng, weighted):
     X = _pixels(rng, n=4000, values=8)
     w = rng.uniform(0.5, 2.0, size=len(X)) if weighted else None
-    every, distinct = _source(X, w), distinct_rows(_source(X, w))
+    every, distinct = _source(X, w), distinct_source(_source(X, w))
     start = torch.from_numpy(X[rng.choice(len(X), 12, replace=False)] + 0.1)
     want = run_lloyd(choose_backend(every, 12), start, 300, 0.0, log=False)
     got = run_lloyd(choose_backend(distinct, 12, warm=True), start, 300, 0.0, log=False)
@@ -129,7 +129,7 @@ def test_the_moves_walk_the_distinct_rows(rng, monkeypatch):
 def test_the_fast_mode_walks_every_row(rng, monkeypatch):
     X = _pixels(rng, n=2000, values=5)
     want = KMeans(10, random_state=0, n_init=1).fit(X)
-    monkeypatch.setattr(fit_runs, "distinct_rows",
+    monkeypatch.setattr(fit_runs, "distinct_source",
                         lambda source: pytest.fail("the fast mode collapsed rows"))
     got = TransformerKMeans(10, random_state=0, n_init=1, device="cpu").fit(X)
     np.testing.assert_array_equal(got.labels_, want.labels_)

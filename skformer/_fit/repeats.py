@@ -19,7 +19,7 @@ import numpy as np
 from .frame import Frame
 from .sources import ArraySource, Source
 
-__all__ = ["DISTINCT_SHARE", "PROBE_ROWS", "distinct_rows"]
+__all__ = ["DISTINCT_SHARE", "PROBE_ROWS", "distinct_source"]
 
 # The warm runs walk the distinct rows where they are at most this share of the rows: a
 # pass over them then costs at least a tenth less, and collapsing costs one sort.
@@ -40,7 +40,7 @@ def _keys(tokens: np.ndarray) -> np.ndarray:
     return tokens.view(np.dtype((np.void, tokens.dtype.itemsize * tokens.shape[1]))).ravel()
 
 
-def distinct_rows(source: Source, share: float = DISTINCT_SHARE,
+def distinct_source(source: Source, share: float = DISTINCT_SHARE,
                   probe: int = PROBE_ROWS) -> ArraySource | None:
     """The distinct rows of an in-memory dense ``source`` in its fit frame, each weighted
     by the total weight of its copies, as a source of the same frame, where they are at
@@ -72,7 +72,7 @@ def distinct_rows(source: Source, share: float = DISTINCT_SHARE,
     >>> X = np.array([[0.0, 1.0], [2.0, 3.0], [0.0, 1.0], [0.0, 1.0]])
     >>> source = ArraySource(X, np.array([1.0, 2.0, 3.0, 4.0]), torch.device("cpu"))
     >>> source.set_frame(Frame(np.zeros(2), 0))
-    >>> found = distinct_rows(source)
+    >>> found = distinct_source(source)
     >>> found.n_samples, found.gather(None)[0].tolist(), found.gather(None)[1].tolist()
     (2, [[0.0, 1.0], [2.0, 3.0]], [8.0, 2.0])
     """

@@ -38,7 +38,7 @@ from .engine.base import CentreCosts
 from .frame import Frame, ModelFrame, ldexp_csr
 from .learned import LearnedPhase, LearnedSetup, context_indices, project_context
 from .moves import IMPROVEMENT_FLOOR, breathing
-from .repeats import distinct_rows
+from .repeats import distinct_source
 from .screen import ContextScreen
 from .sources import ArraySource, Source, sum_parts
 
@@ -267,9 +267,9 @@ class _Fit:
     @property
     def warm_source(self) -> Source:
         """The rows of the warm runs: the distinct rows weighted by their copies, where
-        the data repeat rows (:func:`~.repeats.distinct_rows`), else the fit's source."""
+        the data repeat rows (:func:`~.repeats.distinct_source`), else the fit's source."""
         if self._warm_source is None:
-            self._warm_source = distinct_rows(self.source) or self.source
+            self._warm_source = distinct_source(self.source) or self.source
             if self._warm_source is not self.source:
                 logger.info("Warm runs walk the %d distinct rows of %d.",
                             self._warm_source.n_samples, self.source.n_samples)
