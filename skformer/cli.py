@@ -171,8 +171,9 @@ def _run_demo(args: argparse.Namespace) -> int:
     print("TransformerKMeans' default (fast) mode is KMeans' run by the exact transformer; "
           "learned_starts=1 adds a learned run from the same start, keeps the better, and "
           "moves centres from where there are too many to where one is missing "
-          "(breathing k-means) while that lowers the inertia, then moves single points "
-          "where that lowers it (Hartigan's moves).")
+          "(breathing k-means) while that lowers the inertia, runs the learned steps once "
+          "more from there, then moves single points where that lowers it (Hartigan's "
+          "moves).")
     if not learned.learned_used_:
         print(f"The learned run was skipped: {learned.learned_skipped_}. The Lloyd run: "
               f"{learned.n_lloyd_steps_} exact Lloyd steps.")
@@ -186,6 +187,9 @@ def _run_demo(args: argparse.Namespace) -> int:
         print(f"Global moves: {learned.n_breathing_cycles_} breathing cycles, "
               + ("which lowered the inertia further." if learned.breathing_improved_
                  else "none of which lowered the inertia."))
+    if learned.learned_polish_improved_:
+        print("The learned steps from the end of the global moves lowered the inertia "
+              "further (learned_polish).")
     if learned.n_hartigan_moves_:
         print(f"Single-point moves (Hartigan's): {learned.n_hartigan_moves_} points moved "
               "to the cluster where each lowered the inertia most, which Lloyd's steps "

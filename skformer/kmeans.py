@@ -43,8 +43,9 @@ class TransformerKMeans(BaseTransformerKMeans):
     of lower inertia is kept, and global moves (breathing k-means, ``breathing_depth``)
     start from the best: they take centres from where there are too many to where one is
     missing, which no local step can do, and their result is kept only where its inertia
-    is lower; Hartigan's single-point moves (``hartigan``) follow, each point to the
-    cluster where the inertia, both means updated, falls most, kept on the same terms.
+    is lower; the learned steps then run once more from their end (``learned_polish``),
+    and Hartigan's single-point moves (``hartigan``) follow, each point to the cluster
+    where the inertia, both means updated, falls most, each kept on the same terms.
     So with the same ``init``, ``n_init`` and ``random_state``, the inertia is
     never above the fast mode's, which is KMeans' except where a cluster is left without
     points (KMeans moves its centre to a far point, the exact Lloyd steps keep it; the
@@ -124,6 +125,13 @@ class TransformerKMeans(BaseTransformerKMeans):
         rows can be walked in this process: in memory, a ``numpy.memmap`` or a sparse
         matrix (read dense a few rows at a time), not a dask array. ``"auto"``: where
         global moves run.
+    learned_polish : bool or "auto", default="auto"
+        The learned steps once more after the global moves (or, without them, after
+        the best run), from their centres, then Lloyd steps to a fixed point; the result
+        replaces the run's only where its inertia is lower, and Hartigan's moves follow.
+        Where the moves stall, the soft steps still shift groups of centres at once.
+        True needs ``learned_starts >= 1``. ``"auto"``: where learned runs and global
+        moves run.
     finish : {"lloyd", "none"}, default="lloyd"
         ``"lloyd"``: after the learned steps, exact Lloyd steps run to a fixed point,
         and the plain Lloyd run from the same start competes. ``"none"``: the centres
@@ -194,6 +202,9 @@ class TransformerKMeans(BaseTransformerKMeans):
     n_hartigan_moves_ : int
         Points moved by the single-point moves (``hartigan``) that gave the result (0:
         none made, or their result not kept).
+    learned_polish_improved_ : bool
+        Whether the learned polish (``learned_polish``) lowered the inertia (the result
+        is its centres, or the single-point moves' from them).
     learned_used_ : bool
         Whether learned steps ran at all (False for ``n_clusters=1``,
         ``learned_starts=0``, data whose range overflows float64, and, with
@@ -255,6 +266,7 @@ class TransformerKMeans(BaseTransformerKMeans):
         "learned_starts": [Interval(Integral, 0, None, closed="left")],
         "breathing_depth": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
         "hartigan": ["boolean", StrOptions({"auto"})],
+        "learned_polish": ["boolean", StrOptions({"auto"})],
         "finish": [StrOptions({"lloyd", "none"})],
         "max_context": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}),
                         None],
@@ -274,6 +286,7 @@ class TransformerKMeans(BaseTransformerKMeans):
         learned_starts=0,
         breathing_depth="auto",
         hartigan="auto",
+        learned_polish="auto",
         finish="lloyd",
         max_context="auto",
         pretrain=True,
@@ -300,6 +313,7 @@ class TransformerKMeans(BaseTransformerKMeans):
         self.learned_starts = learned_starts
         self.breathing_depth = breathing_depth
         self.hartigan = hartigan
+        self.learned_polish = learned_polish
         self.finish = finish
         self.max_context = max_context
         self.pretrain = pretrain
@@ -361,10 +375,23 @@ class TransformerKMeans(BaseTransformerKMeans):
                              "single-point moves); set hartigan=False.")
         return bool(self.hartigan)
 
+    def _learned_polish(self) -> bool:
+        """Whether the fit polishes with learned steps (``"auto"`` resolved)."""
+        if self.learned_polish == "auto":
+            return self.learned_starts >= 1 and self._breathing_depth() > 0
+        if self.learned_polish and self.learned_starts == 0:
+            raise ValueError("learned_polish=True needs learned_starts >= 1 (the polish "
+                             "runs the learned model); set learned_polish=False.")
+        if self.learned_polish and self.finish == "none":
+            raise ValueError("learned_polish=True needs finish='lloyd' (Lloyd steps follow "
+                             "the learned steps); set learned_polish=False.")
+        return bool(self.learned_polish)
+
     def _fit_spec(self, n_features: int, device: torch.device, random_state) -> dict:
         return {"learned": self._learned_setup(n_features, device), "finish": self.finish,
                 "learned_starts": self.learned_starts,
-                "breathing_depth": self._breathing_depth(), "hartigan": self._hartigan()}
+                "breathing_depth": self._breathing_depth(), "hartigan": self._hartigan(),
+                "learned_polish": self._learned_polish()}
 
     def _set_run_attributes(self, result: FitResult) -> None:
         self.n_learned_steps_ = result.n_learned_steps
@@ -375,3 +402,4 @@ class TransformerKMeans(BaseTransformerKMeans):
         self.n_breathing_cycles_ = result.n_breathing_cycles
         self.breathing_improved_ = result.breathing_improved
         self.n_hartigan_moves_ = result.n_hartigan_moves
+        self.learned_polish_improved_ = result.polish_improved

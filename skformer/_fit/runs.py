@@ -11,7 +11,9 @@ When the learned steps' context is a sample, a learned run gets its Lloyd steps 
 the data only where the context screen (:mod:`.screen`) finds it another, better
 clustering of the context. The best run of ``n_init`` is chosen by inertia, as KMeans
 does. With a breathing depth, global moves (:mod:`.moves`) then start from it, and their
-centres replace it only where their inertia is lower.
+centres replace it only where their inertia is lower; with ``learned_polish``, the learned
+steps run once more from the result (then Lloyd steps), kept on the same terms; Hartigan's
+single-point moves end the fit.
 """
 
 from __future__ import annotations
@@ -79,6 +81,9 @@ class FitSpec:
     hartigan: bool = False
     """Hartigan and Wong's single-point moves from the end of the global moves (or the
     best run), where the backend offers them (:meth:`~.engine.base.Backend.single_moves`)."""
+    learned_polish: bool = False
+    """The learned steps once more from the end of the global moves (or the best run),
+    then Lloyd steps, before the single-point moves; where learned steps run."""
 
 
 @dataclass
@@ -91,6 +96,7 @@ class _Run:
     n_cycles: int = 0  # breathing cycles made from this run
     moved: bool = False  # whether these are the global moves' centres
     n_single: int = 0  # rows the single-point moves moved to give these centres
+    polished: bool = False  # whether these are the learned polish's centres
 
 
 @dataclass
@@ -114,6 +120,8 @@ class FitResult:
     """Whether the result is the global moves' (they improved on the best run)."""
     n_hartigan_moves: int = 0
     """Rows that Hartigan's single-point moves moved, where their result was kept."""
+    polish_improved: bool = False
+    """Whether the learned polish (``learned_polish``) lowered the inertia."""
 
     @property
     def n_iter(self) -> int:
@@ -254,6 +262,9 @@ class _Fit:
         self.context: np.ndarray | None = None
         self.screen: ContextScreen | None = None
         self._x2: float | None = None
+        # The learned steps of the polish (fit-frame centres in, centres and steps out):
+        # the learned phase's, or a caller's (batch_k_means gives its own per problem).
+        self.learned_end: Callable[[torch.Tensor], tuple[torch.Tensor, int]] | None = None
 
     def make_backend(self, k: int, warm: bool = False, source: Source | None = None
                      ) -> Backend:
@@ -331,6 +342,8 @@ class _Fit:
             return
         self.context = rows
         self.phase = LearnedPhase(setup, rows, w, mframe, subspace, seen)
+        if self.spec.learned_polish:
+            self.learned_end = self.learned_steps
         if (idx is not None and self.spec.finish == "lloyd"  # the context is a sample
                 and idx.size <= SCREEN_SHARE * self.source.n_samples):
             self.screen = ContextScreen(rows, w, self.spec.max_iter)
@@ -436,6 +449,28 @@ class _Fit:
                     self.to_user(run.inertia))
         return moved if self.better(moved, run) else run
 
+    def polish(self, run: _Run) -> _Run:
+        """The learned steps from ``run``'s centres (the end of the global moves), then
+        Lloyd steps; kept where their inertia is lower than the run's.
+
+        Where the moves stall, the soft steps still move whole groups of centres at
+        once, which neither a breathing cycle nor a single-point move does."""
+        if self.learned_end is None or self.spec.n_clusters == 1:
+            return run
+        self.scored(run)
+        centres, n_learned = self.learned_end(run.centers)
+        end = run_lloyd(self.warm_backend(self.spec.n_clusters), centres, self.spec.max_iter,
+                        self.tol, log=False)
+        polished = self.scored(_Run(end.centers, run.n_learned, run.n_lloyd, run.kind, None,
+                                    run.n_cycles, run.moved, polished=True))
+        logger.info("Learned polish: %d learned and %d Lloyd steps, inertia %.6g from %.6g.",
+                    n_learned, end.n_iter, self.to_user(polished.inertia),
+                    self.to_user(run.inertia))
+        # As a breathing cycle counts one: a partition that differs by rounding alone
+        # is no improvement.
+        better = polished.inertia < run.inertia * (1.0 - IMPROVEMENT_FLOOR)
+        return polished if better else run
+
     def refine(self, run: _Run) -> _Run:
         """Hartigan and Wong's single-point moves from ``run``'s centres, then Lloyd steps
         (to a fixed point of the fit's own arithmetic); kept where their inertia is
@@ -459,7 +494,7 @@ class _Fit:
         end = run_lloyd(self.warm_backend(spec.n_clusters), start, spec.max_iter, self.tol,
                         log=False)
         moved = self.scored(_Run(end.centers, run.n_learned, run.n_lloyd, run.kind, None,
-                                 run.n_cycles, run.moved, found.n_moves))
+                                 run.n_cycles, run.moved, found.n_moves, run.polished))
         logger.info("Single-point moves: inertia %.6g from %.6g.",
                     self.to_user(moved.inertia), self.to_user(run.inertia))
         # Moves were made: the partition is another one (Lloyd's steps keep it, each row
@@ -539,10 +574,10 @@ def fit(source: Source, spec: FitSpec) -> FitResult:
     for run in runs:
         if state.better(run, best):
             best = run
-    best = state.refine(state.breathe(best))
+    best = state.refine(state.polish(state.breathe(best)))
     return FitResult(best.centers, state.frame, best.n_learned, best.n_lloyd, best.kind,
                      state.phase is not None, state.skipped, best.n_cycles, best.moved,
-                     best.n_single)
+                     best.n_single, best.polished)
 
 
 @dataclass
@@ -557,12 +592,17 @@ class Breathed:
 
 
 def breathe_problem(X: np.ndarray, sample_weight: np.ndarray | None, centers: np.ndarray, *,
-                    max_iter: int, tol: float, depth: int, device, hartigan: bool = False
+                    max_iter: int, tol: float, depth: int, device, hartigan: bool = False,
+                    learned: Callable[[np.ndarray], tuple[np.ndarray, int]] | None = None
                     ) -> tuple[Breathed | None, int]:
-    """The global moves of a fit (:meth:`_Fit.breathe`) and, with ``hartigan``, its
-    single-point moves (:meth:`_Fit.refine`) on one in-memory problem, from centres
-    ``centers`` (k, d) in the user's frame: :func:`skformer.batch_k_means` runs each
-    problem's as :class:`~skformer.TransformerKMeans` runs its own.
+    """The global moves of a fit (:meth:`_Fit.breathe`), with ``learned`` its learned
+    polish (:meth:`_Fit.polish`) and with ``hartigan`` its single-point moves
+    (:meth:`_Fit.refine`) on one in-memory problem, from centres ``centers`` (k, d) in
+    the user's frame: :func:`skformer.batch_k_means` runs each problem's as
+    :class:`~skformer.TransformerKMeans` runs its own.
+
+    ``learned`` takes centres (k, d) of the user's frame to the learned steps' centres
+    there, and their number.
 
     Returns
     -------
@@ -574,13 +614,21 @@ def breathe_problem(X: np.ndarray, sample_weight: np.ndarray | None, centers: np
     source = ArraySource(np.ascontiguousarray(X), sample_weight, torch.device(device))
     spec = FitSpec(n_clusters=centers.shape[0], init=centers, n_init=1, max_iter=max_iter,
                    tol=tol, random_state=np.random.RandomState(0), breathing_depth=depth,
-                   hartigan=hartigan)
+                   hartigan=hartigan, learned_polish=learned is not None)
     state = _Fit(source, spec)
-    start = state.frame.apply(np.asarray(centers, dtype=source.dtype))
+    frame = state.frame
+    if learned is not None:
+        def learned_end(c: torch.Tensor) -> tuple[torch.Tensor, int]:
+            user = frame.to_user(c.cpu().numpy()).astype(source.dtype, copy=False)
+            found, n_steps = learned(user)
+            back = frame.apply(np.asarray(found, dtype=source.dtype))
+            return torch.from_numpy(np.ascontiguousarray(back)).to(c.device, c.dtype), n_steps
+        state.learned_end = learned_end
+    start = frame.apply(np.asarray(centers, dtype=source.dtype))
     run = _Run(torch.from_numpy(np.ascontiguousarray(start)).to(source.device))
-    moved = state.refine(state.breathe(run))
+    moved = state.refine(state.polish(state.breathe(run)))
     if moved is run:
         return None, run.n_cycles
-    user = state.frame.to_user(moved.centers.cpu().numpy()).astype(source.dtype, copy=False)
+    user = frame.to_user(moved.centers.cpu().numpy()).astype(source.dtype, copy=False)
     labels, inertia, _ = source.final(user)
     return Breathed(user, labels, float(inertia), moved.n_cycles), moved.n_cycles

@@ -16,6 +16,7 @@ problems of the batch.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -31,7 +32,7 @@ from ..seeding import ProblemStreams, kmeans_plusplus, kmeans_plusplus_draws, ra
 from ..store.selection import choose_model
 from ._inputs import ProblemBlock, Problems, as_problems, warn_explicit_init
 from ._large import fit_large, large_problems, split_blocks
-from ._learned import context_of, learned_steps
+from ._learned import block_context, learned_steps, problem_polish
 from ._lloyd import RunState, final_assignment, pick_best, run_batch_lloyd, split_runs
 
 __all__ = ["BatchKMeansResult", "batch_k_means"]
@@ -61,7 +62,7 @@ class BatchKMeansResult(NamedTuple):
 
 
 def _check_params(init, n_init, max_iter, tol, learned_starts, breathing_depth,
-                  hartigan) -> None:
+                  hartigan, learned_polish) -> None:
     if isinstance(init, str) and init not in ("k-means++", "random"):
         raise ValueError(f"init must be 'k-means++', 'random', an array of shape "
                          f"(n_problems, n_clusters, n_features) or a list of arrays; got "
@@ -80,6 +81,13 @@ def _check_params(init, n_init, max_iter, tol, learned_starts, breathing_depth,
     if not (isinstance(hartigan, (bool, np.bool_)) or (isinstance(hartigan, str)
                                                         and hartigan == "auto")):
         raise ValueError(f"hartigan must be 'auto', True or False, got {hartigan!r}.")
+    if not (isinstance(learned_polish, (bool, np.bool_))
+            or (isinstance(learned_polish, str) and learned_polish == "auto")):
+        raise ValueError(f"learned_polish must be 'auto', True or False, got "
+                         f"{learned_polish!r}.")
+    if learned_polish is True and learned_starts == 0:
+        raise ValueError("learned_polish=True needs learned_starts >= 1 (the polish runs "
+                         "the learned model); set learned_polish=False.")
 
 
 def _rows(problems: Problems, i: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -91,9 +99,11 @@ def _rows(problems: Problems, i: int) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 def _breathe(problems: Problems, depth: int, hartigan: bool, *, max_iter: int, tol: float,
-             centres, labels, inertia) -> None:
-    """Each problem's global moves (``depth``) and single-point moves (``hartigan``) from
-    its result, as :class:`~skformer.TransformerKMeans` makes them
+             centres, labels, inertia, polish: Callable[[int], Callable] | None = None
+             ) -> None:
+    """Each problem's global moves (``depth``), learned polish (``polish(i)``: problem
+    ``i``'s learned steps) and single-point moves (``hartigan``) from its result, as
+    :class:`~skformer.TransformerKMeans` makes them
     (:func:`~skformer._fit.runs.breathe_problem`); where they improve on it,
     its centres, labels and inertia are replaced in place (``n_iter`` stays its run's)."""
     for i in range(problems.n_problems):
@@ -103,7 +113,8 @@ def _breathe(problems: Problems, depth: int, hartigan: bool, *, max_iter: int, t
         x, w = _rows(problems, i)
         found, _ = breathe_problem(x, w, centres[i, :k].cpu().numpy().astype(x.dtype),
                                    max_iter=max_iter, tol=tol, depth=depth,
-                                   device=problems.device, hartigan=hartigan)
+                                   device=problems.device, hartigan=hartigan,
+                                   learned=None if polish is None else polish(i))
         if found is None:
             continue
         dev = centres.device
@@ -217,11 +228,7 @@ def _with_learned_runs(block: ProblemBlock, state: RunState, starts: torch.Tenso
     """Each run of ``state`` (from ``starts``) against its learned runs: the first from
     the same start, the others from further k-means++ centres; per run, the best
     (KMeans' rule)."""
-    p, n = block.x.shape[:2]
-    sample = None
-    if setup.max_context is not None and n > setup.max_context:
-        sample = torch.from_numpy(streams.child(-1).subset(block.index).uniform(n))
-    context = context_of(block, setup, sample)
+    context = block_context(block, setup, streams)
     candidates = [state]
     for j in range(learned_starts):
         if j:  # further k-means++ centres, a stream of their own per (run, start)
@@ -251,6 +258,7 @@ def batch_k_means(
     learned_starts=0,
     breathing_depth="auto",
     hartigan="auto",
+    learned_polish="auto",
     random_state=None,
     device="auto",
 ) -> BatchKMeansResult:
@@ -316,6 +324,12 @@ def batch_k_means(
         Hartigan and Wong's single-point moves from each problem's result, after its
         global moves, as in :class:`~skformer.TransformerKMeans`. ``"auto"``: where
         global moves run.
+    learned_polish : bool or "auto", default="auto"
+        The learned steps once more from each problem's end of the global moves (or its
+        result), then Lloyd steps, kept where they lower its inertia, before the
+        single-point moves, as in :class:`~skformer.TransformerKMeans` (on the context of
+        the problem's learned runs). True needs ``learned_starts >= 1``. ``"auto"``:
+        where learned runs and global moves run.
     random_state : None, int, numpy RandomState or Generator, or array of b ints, \
             default=None
         Seeds the initialisation. Every problem draws from its own stream, a function
@@ -375,10 +389,13 @@ def batch_k_means(
     >>> [c.shape for c in result.cluster_centers], [len(lab) for lab in result.labels]
     ([(2, 3), (3, 3), (4, 3)], [30, 50, 40])
     """
-    _check_params(init, n_init, max_iter, tol, learned_starts, breathing_depth, hartigan)
+    _check_params(init, n_init, max_iter, tol, learned_starts, breathing_depth, hartigan,
+                  learned_polish)
     depth = ((BREATHING_DEPTH if learned_starts else 0) if breathing_depth == "auto"
              else int(breathing_depth))
     hartigan = depth > 0 if isinstance(hartigan, str) else bool(hartigan)
+    polish = (learned_starts > 0 and depth > 0 if isinstance(learned_polish, str)
+              else bool(learned_polish))
     problems = as_problems(X, n_clusters, lengths=lengths, sample_weight=sample_weight,
                            device=device)
     setup = (_learned_model(problems, learned_starts, init, depth > 0) if learned_starts
@@ -418,9 +435,14 @@ def batch_k_means(
               seed=lambda block, r: _seed(block, init, streams.child(r)), n_init=n_init,
               max_iter=int(max_iter), tol=float(tol), centres=centres, labels=labels,
               inertia=inertia, n_iter=n_iter)
-    if depth or hartigan:
+    polish_of = None
+    if polish and setup is not None:
+        def polish_of(i: int) -> Callable:
+            return problem_polish(problems, i, setup, streams, max_iter=int(max_iter),
+                                  tol=float(tol))
+    if depth or hartigan or polish_of is not None:
         _breathe(problems, depth, hartigan, max_iter=int(max_iter), tol=float(tol),
-                 centres=centres, labels=labels, inertia=inertia)
+                 centres=centres, labels=labels, inertia=inertia, polish=polish_of)
     _warn_distinct(labels, problems.ks)
     centre_rows = torch.arange(k_max, device=dev) < torch.as_tensor(problems.ks, device=dev
                                                                    ).unsqueeze(-1)

@@ -16,8 +16,10 @@ the rounding of sums over its padded length.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from .._fit.learned import LearnedSetup, learned_search
@@ -25,9 +27,10 @@ from ..nn.inference import LearnedStepper
 from ..nn.kernel import exact_step
 from ..nn.projection import Subspace, lift, principal_subspace
 from ..nn.streaming import prepare_points
-from ._inputs import ProblemBlock
+from ..seeding import ProblemStreams
+from ._inputs import ProblemBlock, Problems
 
-__all__ = ["Context", "context_of", "learned_steps"]
+__all__ = ["Context", "block_context", "context_of", "learned_steps", "problem_polish"]
 
 # Runs per call of the model: a (runs, rows, width) block of tokens stays about this big.
 _TOKENS = 2**22
@@ -108,6 +111,39 @@ def context_of(block: ProblemBlock, setup: LearnedSetup, uniforms: torch.Tensor 
     z = torch.nn.functional.pad(z, (0, setup.padding))
     return Context(z, weight.float(), lo, scale, subspace, full,
                    None if subspace is None else x)
+
+
+def block_context(block: ProblemBlock, setup: LearnedSetup,
+                  streams: ProblemStreams) -> Context:
+    """The block's context (:func:`context_of`); where a problem has more rows than
+    ``max_context``, the sample is drawn from the problem's own stream (draw ``j`` for
+    row ``j``, whatever the block's padded length), so the problem alone draws the same
+    rows."""
+    n = block.x.shape[1]
+    uniforms = None
+    if setup.max_context is not None and n > setup.max_context:
+        uniforms = torch.from_numpy(streams.child(-1).subset(block.index).uniform(n))
+    return context_of(block, setup, uniforms)
+
+
+def problem_polish(problems: Problems, i: int, setup: LearnedSetup, streams: ProblemStreams,
+                   *, max_iter: int, tol: float
+                   ) -> Callable[[np.ndarray], tuple[np.ndarray, int]]:
+    """Problem ``i``'s learned steps as a function of its centres (k, d) (the user's
+    frame, to the learned centres there and their number), on the context its learned
+    runs had: :class:`~skformer.TransformerKMeans`' learned polish, for
+    :func:`~skformer._fit.runs.breathe_problem`."""
+    block = problems.block(np.array([i]), tol)
+    context = block_context(block, setup, streams)
+    problem = torch.zeros(1, dtype=torch.long, device=block.x.device)
+
+    def learned(c: np.ndarray) -> tuple[np.ndarray, int]:
+        start = torch.from_numpy(np.asarray(c, dtype=np.float64)).to(block.x.device)
+        found, n_steps = learned_steps(setup, context, block.to_working(start[None]), problem,
+                                       max_iter=max_iter, tol=block.tol, rel_tol=tol)
+        return block.to_user(found)[0].cpu().numpy(), int(n_steps[0])
+
+    return learned
 
 
 def _objective(z: torch.Tensor, c: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
