@@ -24,13 +24,14 @@ whose package is missing are skipped with a note):
   implementation, breathing depth m = 5).
 * ``faiss-N``: ``faiss.Kmeans(d, k, niter=25, nredo=N, seed=seed)`` for N in 1 and 10,
   trained in float32.
-* ``TransformerKMeans(k, random_state=seed)`` in six modes: ``fast`` (the defaults:
+* ``TransformerKMeans(k, random_state=seed)`` in seven modes: ``fast`` (the defaults:
   KMeans' run), ``breathing`` (``learned_starts=0, breathing_depth=5``: global moves with
   Lloyd steps alone, then Hartigan's single-point moves), ``breathing-10`` (the same at
   depth 10), ``learned-only`` (``learned_starts=1, breathing_depth=0``: the learned steps
   alone), ``learned`` (``learned_starts=1``, defaults otherwise: the learned steps, the
-  global moves and the single-point moves, the mode for the best clustering) and
-  ``learned-lloyd`` (the same with ``hartigan=False``).
+  global moves, the learned polish and the single-point moves, the mode for the best
+  clustering), ``learned-lloyd`` (the same with ``hartigan=False``) and
+  ``learned-nopolish`` (the same with ``learned_polish=False``).
 * ``long``: ``BKMeans(n_clusters=k, n_init=10, random_state=seed)``, a long search that
   only lowers the best inertia known.
 

@@ -67,6 +67,9 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     # The learned mode without Hartigan's single-point moves: what they add.
     Method("learned-lloyd", "skformer", f"{_TK} (learned_starts=1, hartigan=False)",
            "skformer", peers.builds("skformer", learned_starts=1, hartigan=False)),
+    # The learned mode without the learned polish after the global moves: what it adds.
+    Method("learned-nopolish", "skformer", f"{_TK} (learned_starts=1, learned_polish=False)",
+           "skformer", peers.builds("skformer", learned_starts=1, learned_polish=False)),
     Method("long", "long", "long search: Breathing K-Means (n_init=10)", "bkmeans",
            peers.builds("bkm", 10)),
 ]}
