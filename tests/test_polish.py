@@ -166,6 +166,7 @@ def test_estimator_errors(params, error, match):
 
 @pytest.mark.parametrize(("params", "match"), [
     ({"learned_polish": True}, "learned_polish=True needs learned_starts >= 1"),
+    ({"learned_polish": np.bool_(True)}, "learned_polish=True needs learned_starts >= 1"),
     ({"learned_polish": "yes"}, "learned_polish must be 'auto', True or False"),
 ])
 def test_batch_errors(params, match):

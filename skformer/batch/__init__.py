@@ -85,7 +85,7 @@ def _check_params(init, n_init, max_iter, tol, learned_starts, breathing_depth,
             or (isinstance(learned_polish, str) and learned_polish == "auto")):
         raise ValueError(f"learned_polish must be 'auto', True or False, got "
                          f"{learned_polish!r}.")
-    if learned_polish is True and learned_starts == 0:
+    if not isinstance(learned_polish, str) and learned_polish and learned_starts == 0:
         raise ValueError("learned_polish=True needs learned_starts >= 1 (the polish runs "
                          "the learned model); set learned_polish=False.")
 
