@@ -210,9 +210,8 @@ def test_auto_depth_breathes_in_the_learned_mode_only():
 
 @pytest.mark.parametrize("caller", ["estimator", "batch"])
 def test_learned_steps_hand_over_sooner_where_moves_follow(monkeypatch, caller):
-    """Before breathing (and in the learned polish after it), the learned steps end once
-    they gain less than BREATHING_GAIN in PATIENCE steps (Lloyd's steps finish); without
-    moves, at the fit's tol."""
+    """Before breathing, the learned steps end once they gain less than BREATHING_GAIN in
+    PATIENCE steps (Lloyd's steps finish); without moves, at the fit's tol."""
     import skformer._fit.learned as fit_learned
     import skformer.batch._learned as batch_learned
     from skformer import batch_k_means
@@ -234,7 +233,7 @@ def test_learned_steps_hand_over_sooner_where_moves_follow(monkeypatch, caller):
         else:
             batch_k_means([X], 6, learned_starts=1, tol=1e-5, random_state=0,
                           breathing_depth=BREATHING_DEPTH if depth == "auto" else 0)
-    assert seen == [BREATHING_GAIN, BREATHING_GAIN, 1e-5]  # the run, the polish; no moves
+    assert seen == [BREATHING_GAIN, 1e-5]
 
 
 @pytest.mark.parametrize("container", ["memmap", "sparse", "float32"])

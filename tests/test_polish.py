@@ -86,7 +86,7 @@ def test_never_above_the_end_of_the_moves(global_random_seed):
     rng = np.random.default_rng(global_random_seed)
     Y = _mixture(rng, 600, 2, 20)
     est = dict(n_clusters=20, learned_starts=1, hartigan=False, random_state=0)
-    on = TransformerKMeans(**est).fit(Y)
+    on = TransformerKMeans(**est, learned_polish=True).fit(Y)
     off = TransformerKMeans(**est, learned_polish=False).fit(Y)
     assert on.inertia_ <= off.inertia_
     assert on.learned_polish_improved_ == (on.inertia_ < off.inertia_)
@@ -99,19 +99,23 @@ def test_it_lowers_the_inertia_somewhere():
     improved = 0
     for seed in range(4):
         Y = _mixture(np.random.default_rng(seed), 600, 2, 20)
-        est = TransformerKMeans(20, learned_starts=1, hartigan=False, random_state=0).fit(Y)
+        est = TransformerKMeans(20, learned_starts=1, hartigan=False, learned_polish=True,
+                                random_state=0).fit(Y)
         improved += est.learned_polish_improved_
     assert improved >= 1
 
 
-@pytest.mark.parametrize(("params", "polishes"), [
-    ({}, False),  # the fast mode stays KMeans' run
-    ({"learned_starts": 1}, True),
-    ({"learned_starts": 1, "breathing_depth": 0}, False),
-    ({"learned_starts": 1, "breathing_depth": 0, "learned_polish": True}, True),
-    ({"learned_starts": 1, "learned_polish": False}, False),
+@pytest.mark.parametrize(("k", "params", "polishes"), [
+    (64, {}, False),  # the fast mode stays KMeans' run
+    (64, {"learned_starts": 1}, True),
+    (63, {"learned_starts": 1}, False),  # POLISH_MIN_CLUSTERS
+    (64, {"learned_starts": 1, "breathing_depth": 0}, False),
+    (8, {"learned_starts": 1, "learned_polish": True}, True),
+    (8, {"learned_starts": 1, "breathing_depth": 0, "learned_polish": True}, True),
+    (64, {"learned_starts": 1, "learned_polish": False}, False),
 ])
-def test_auto_polishes_where_learned_runs_and_global_moves_run(monkeypatch, params, polishes):
+def test_auto_polishes_with_learned_runs_moves_and_many_clusters(monkeypatch, k, params,
+                                                                 polishes):
     made = []
     original = runs._Fit.polish
 
@@ -120,15 +124,15 @@ def test_auto_polishes_where_learned_runs_and_global_moves_run(monkeypatch, para
         return original(self, run)
 
     monkeypatch.setattr(runs._Fit, "polish", spy)
-    Y = _mixture(np.random.default_rng(0), 300, 2, 8)
-    TransformerKMeans(8, random_state=0, **params).fit(Y)
+    Y = _mixture(np.random.default_rng(0), 400, 2, k)
+    TransformerKMeans(k, random_state=0, **params).fit(Y)
     assert made == [polishes]
 
 
 # ------------------------------------------------------------------- batch parity
 
 
-@pytest.mark.parametrize("polish", ["auto", False])
+@pytest.mark.parametrize("polish", [True, False])
 def test_batch_polishes_each_problem_as_the_estimator(polish):
     """Per problem, batch_k_means' learned mode (moves, polish, single-point moves) is
     TransformerKMeans' from the same start."""
@@ -146,7 +150,22 @@ def test_batch_polishes_each_problem_as_the_estimator(polish):
         np.testing.assert_allclose(result.cluster_centers[i], est.cluster_centers_,
                                    rtol=1e-6, atol=1e-9)
         assert result.inertia[i] == pytest.approx(est.inertia_, rel=1e-9)
-    assert improved >= 1 if polish == "auto" else improved == 0
+    assert improved >= 1 if polish else improved == 0
+
+
+@pytest.mark.parametrize(("k", "polishes"), [(64, True), (8, False)])
+def test_batch_auto_polishes_as_the_estimator(monkeypatch, k, polishes):
+    made = []
+    original = runs._Fit.polish
+
+    def spy(self, run):
+        made.append(self.learned_end is not None)
+        return original(self, run)
+
+    monkeypatch.setattr(runs._Fit, "polish", spy)
+    X = np.stack([_mixture(np.random.default_rng(i), 400, 2, k) for i in range(2)])
+    batch_k_means(X, k, learned_starts=1, random_state=0)
+    assert made == [polishes] * 2
 
 
 # ---------------------------------------------------------------------------- errors

@@ -25,7 +25,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from .._fit.blas import one_blas_thread
-from .._fit.learned import LearnedSetup, auto_context, learned_pace
+from .._fit.learned import LearnedSetup, auto_context, auto_polish, learned_pace
 from .._fit.moves import BREATHING_DEPTH
 from .._fit.runs import breathe_problem
 from ..seeding import ProblemStreams, kmeans_plusplus, kmeans_plusplus_draws, random_rows
@@ -329,7 +329,7 @@ def batch_k_means(
         result), then Lloyd steps, kept where they lower its inertia, before the
         single-point moves, as in :class:`~skformer.TransformerKMeans` (on the context of
         the problem's learned runs). True needs ``learned_starts >= 1``. ``"auto"``:
-        where learned runs and global moves run.
+        where learned runs and global moves run, with ``n_clusters >= 64``.
     random_state : None, int, numpy RandomState or Generator, or array of b ints, \
             default=None
         Seeds the initialisation. Every problem draws from its own stream, a function
@@ -394,8 +394,6 @@ def batch_k_means(
     depth = ((BREATHING_DEPTH if learned_starts else 0) if breathing_depth == "auto"
              else int(breathing_depth))
     hartigan = depth > 0 if isinstance(hartigan, str) else bool(hartigan)
-    polish = (learned_starts > 0 and depth > 0 if isinstance(learned_polish, str)
-              else bool(learned_polish))
     problems = as_problems(X, n_clusters, lengths=lengths, sample_weight=sample_weight,
                            device=device)
     setup = (_learned_model(problems, learned_starts, init, depth > 0) if learned_starts
@@ -436,7 +434,13 @@ def batch_k_means(
               max_iter=int(max_iter), tol=float(tol), centres=centres, labels=labels,
               inertia=inertia, n_iter=n_iter)
     polish_of = None
-    if polish and setup is not None:
+    if setup is None:  # no learned steps, nothing to polish with
+        polish = False
+    elif isinstance(learned_polish, str):  # "auto" (a setup means one n_clusters)
+        polish = auto_polish(int(problems.ks[0]), learned_starts, depth)
+    else:
+        polish = bool(learned_polish)
+    if polish:
         def polish_of(i: int) -> Callable:
             return problem_polish(problems, i, setup, streams, max_iter=int(max_iter),
                                   tol=float(tol))
