@@ -171,9 +171,9 @@ def _run_demo(args: argparse.Namespace) -> int:
     print("TransformerKMeans' default (fast) mode is KMeans' run by the exact transformer; "
           "learned_starts=1 adds a learned run from the same start, keeps the better, and "
           "moves centres from where there are too many to where one is missing "
-          "(breathing k-means) while that lowers the inertia, runs the learned steps once "
-          "more from there, then moves single points where that lowers it (Hartigan's "
-          "moves).")
+          "(breathing k-means) while that lowers the inertia, with 64 clusters or more "
+          "runs the learned steps once more from there, then moves single points where "
+          "that lowers it (Hartigan's moves).")
     if not learned.learned_used_:
         print(f"The learned run was skipped: {learned.learned_skipped_}. The Lloyd run: "
               f"{learned.n_lloyd_steps_} exact Lloyd steps.")

@@ -43,9 +43,10 @@ class TransformerKMeans(BaseTransformerKMeans):
     of lower inertia is kept, and global moves (breathing k-means, ``breathing_depth``)
     start from the best: they take centres from where there are too many to where one is
     missing, which no local step can do, and their result is kept only where its inertia
-    is lower; the learned steps then run once more from their end (``learned_polish``),
-    and Hartigan's single-point moves (``hartigan``) follow, each point to the cluster
-    where the inertia, both means updated, falls most, each kept on the same terms.
+    is lower; with 64 clusters or more the learned steps then run once more from their
+    end (``learned_polish``), and Hartigan's single-point moves (``hartigan``) follow,
+    each point to the cluster where the inertia, both means updated, falls most, each
+    kept on the same terms.
     So with the same ``init``, ``n_init`` and ``random_state``, the inertia is
     never above the fast mode's, which is KMeans' except where a cluster is left without
     points (KMeans moves its centre to a far point, the exact Lloyd steps keep it; the
