@@ -40,6 +40,20 @@ def _mixture(rng, n, d, k):
     return means[labels] + rng.normal(size=(n, d)) * spread[labels, None]
 
 
+@pytest.fixture
+def polish_calls(monkeypatch):
+    """Whether each fit's polish step had learned steps to run, in call order."""
+    made = []
+    original = runs._Fit.polish
+
+    def spy(self, run):
+        made.append(self.learned_end is not None)
+        return original(self, run)
+
+    monkeypatch.setattr(runs._Fit, "polish", spy)
+    return made
+
+
 # ------------------------------------------------------------------------- the oracle
 
 
@@ -114,19 +128,11 @@ def test_it_lowers_the_inertia_somewhere():
     (8, {"learned_starts": 1, "breathing_depth": 0, "learned_polish": True}, True),
     (64, {"learned_starts": 1, "learned_polish": False}, False),
 ])
-def test_auto_polishes_with_learned_runs_moves_and_many_clusters(monkeypatch, k, params,
+def test_auto_polishes_with_learned_runs_moves_and_many_clusters(polish_calls, k, params,
                                                                  polishes):
-    made = []
-    original = runs._Fit.polish
-
-    def spy(self, run):
-        made.append(self.learned_end is not None)
-        return original(self, run)
-
-    monkeypatch.setattr(runs._Fit, "polish", spy)
     Y = _mixture(np.random.default_rng(0), 400, 2, k)
     TransformerKMeans(k, random_state=0, **params).fit(Y)
-    assert made == [polishes]
+    assert polish_calls == [polishes]
 
 
 # ------------------------------------------------------------------- batch parity
@@ -154,18 +160,10 @@ def test_batch_polishes_each_problem_as_the_estimator(polish):
 
 
 @pytest.mark.parametrize(("k", "polishes"), [(64, True), (8, False)])
-def test_batch_auto_polishes_as_the_estimator(monkeypatch, k, polishes):
-    made = []
-    original = runs._Fit.polish
-
-    def spy(self, run):
-        made.append(self.learned_end is not None)
-        return original(self, run)
-
-    monkeypatch.setattr(runs._Fit, "polish", spy)
+def test_batch_auto_polishes_as_the_estimator(polish_calls, k, polishes):
     X = np.stack([_mixture(np.random.default_rng(i), 400, 2, k) for i in range(2)])
     batch_k_means(X, k, learned_starts=1, random_state=0)
-    assert made == [polishes] * 2
+    assert polish_calls == [polishes] * 2
 
 
 # ---------------------------------------------------------------------------- errors
