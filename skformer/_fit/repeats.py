@@ -41,7 +41,7 @@ def _keys(tokens: np.ndarray) -> np.ndarray:
 
 
 def distinct_source(source: Source, share: float = DISTINCT_SHARE,
-                  probe: int = PROBE_ROWS) -> ArraySource | None:
+                    probe: int = PROBE_ROWS) -> ArraySource | None:
     """The distinct rows of an in-memory dense ``source`` in its fit frame, each weighted
     by the total weight of its copies, as a source of the same frame, where they are at
     most ``share`` of the rows; None otherwise (and for a memmap, a sparse matrix or a

@@ -78,13 +78,10 @@ def _check_params(init, n_init, max_iter, tol, learned_starts, breathing_depth,
                                       or breathing_depth < 0):
         raise ValueError(f"breathing_depth must be 'auto' or an int >= 0, got "
                          f"{breathing_depth!r}.")
-    if not (isinstance(hartigan, (bool, np.bool_)) or (isinstance(hartigan, str)
-                                                        and hartigan == "auto")):
-        raise ValueError(f"hartigan must be 'auto', True or False, got {hartigan!r}.")
-    if not (isinstance(learned_polish, (bool, np.bool_))
-            or (isinstance(learned_polish, str) and learned_polish == "auto")):
-        raise ValueError(f"learned_polish must be 'auto', True or False, got "
-                         f"{learned_polish!r}.")
+    for name, value in (("hartigan", hartigan), ("learned_polish", learned_polish)):
+        if not (isinstance(value, (bool, np.bool_)) or (isinstance(value, str)
+                                                        and value == "auto")):
+            raise ValueError(f"{name} must be 'auto', True or False, got {value!r}.")
     if not isinstance(learned_polish, str) and learned_polish and learned_starts == 0:
         raise ValueError("learned_polish=True needs learned_starts >= 1 (the polish runs "
                          "the learned model); set learned_polish=False.")
