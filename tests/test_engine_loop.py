@@ -78,9 +78,66 @@ def test_learned_runs_finish_the_schedule_then_stop_by_patience_or_tolerance():
     torch.testing.assert_close(value, objective(best, None))  # returned, not recomputed
 
 
+@pytest.mark.parametrize("max_iter", [12, 3, 0])
+def test_a_step_that_measures_the_objective_spares_the_passes_not_the_rules(max_iter):
+    # The same runs as above, with the objective at each step's input given by the step:
+    # the same centres, steps and objective; the loop's own objective is taken only
+    # for a run's last centres and before a step where a run may stall, so no step is
+    # made that the unmeasured loop would not make.
+    values = {0: [10.0, 9.0, 8.0] + [8.0] * 20, 1: [10.0 - s * 0.1 for s in range(30)],
+              2: [10.0 - s for s in range(30)]}
+    table = _objective_of(values)
+    calls, stepped = [], []
+
+    def objective(z, active):
+        calls.append(len(z))
+        return table(z, active)
+
+    def plain(z, i, active):
+        runs = range(len(z)) if active is None else active.tolist()
+        stepped.append(list(runs))
+        new = z + 1.0
+        for j, r in enumerate(runs):
+            if r == 2 and i == 4:
+                new[j] = float("nan")
+        return new
+
+    def measured(z, i, active):
+        return plain(z, i, active), table(z, active)
+
+    loop = dict(schedule=2, max_iter=max_iter, tol=torch.zeros(3, dtype=torch.float64),
+                rel_tol=1e-4, d=1)
+    expected = learned_loop(plain, objective, torch.zeros((3, 1, 1)), **loop)
+    plain_calls, plain_steps, calls[:], stepped[:] = sum(calls), stepped[:], [], []
+    found = learned_loop(measured, objective, torch.zeros((3, 1, 1)), measures=True, **loop)
+    for a, b in zip(found, expected, strict=True):
+        torch.testing.assert_close(a, b)
+    assert stepped == plain_steps
+    if max_iter == 12:  # run 0, two stalls behind it, is weighed before step 5 and
+        # stops; run 1 is weighed at its end (max_iter); run 2's non-finite step stops
+        # it with centres weighed already
+        # (unmeasured: before every step, and for runs 0 and 1 at their ends)
+        assert plain_calls == sum(len(s) for s in plain_steps) + 2
+        assert calls == [1, 1]
+    else:
+        assert sum(calls) <= 3
+
+
+def test_the_first_weighing_sets_the_best_whatever_the_schedule():
+    # A schedule of 0 steps: the start is weighed, then every step counts to the patience.
+    values = {0: [5.0, 6.0, 7.0, 8.0, 9.0, 10.0]}
+    best, n_steps, value = learned_loop(lambda z, i, a: z + 1.0, _objective_of(values),
+                                        torch.zeros((1, 1, 1)), schedule=0, max_iter=5,
+                                        tol=torch.zeros(1, dtype=torch.float64),
+                                        rel_tol=0.0, d=1)
+    assert n_steps.tolist() == [PATIENCE] and best.item() == 0.0 and value.item() == 5.0
+
+
 class _ScaledSteps:
     """A stepper whose step moves every centre toward ``target[scale]`` by half the way:
     each scale ends at its own centres, of objective ``|z - 0|^2`` summed per run."""
+
+    measures = False
 
     def __init__(self, targets, factor=1.0):
         self.targets, self.factor = targets, factor

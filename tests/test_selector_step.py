@@ -206,3 +206,34 @@ def test_the_construction_is_recognised_at_any_scale_and_dtype():
     assert selector_scales(generic)[:3] == (1.0, 1.0, 1.0)
     stepper = LearnedStepper(generic.eval(), prepare_points(generic, torch.rand(1, 30, 4)))
     assert isinstance(stepper.closed, selector.SelectorStep)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_measured_step_gives_the_objective_at_its_input(global_random_seed, weighted,
+                                                           dtype):
+    # The objective the learned loop weighs centres by, found on the way (A1's nearest
+    # distances): sum_i w_i min_j |x_i - c_j|^2 against the direct sum, for the whole
+    # batch and for problems picked by index; the step is the unmeasured step.
+    model = _model("schedule", 3, 6, "binary", global_random_seed).to(dtype)
+    gen = torch.Generator().manual_seed(global_random_seed)
+    x = torch.rand(3, 90, 3, generator=gen, dtype=torch.float64)
+    w = torch.rand(3, 90, generator=gen, dtype=torch.float64) + 0.1 if weighted else None
+    c = x[:, :6] + 0.01
+    exact = torch.cdist(x, c).square().amin(-1)
+    exact = (exact if w is None else exact * w).sum(-1)
+    x, c = x.to(dtype), c.to(dtype)
+    w = None if w is None else w.to(dtype)
+    stepper = LearnedStepper(model, prepare_points(model, x, None, w, keep_tokens=False), w)
+    assert stepper.measures
+    rtol = 1e-4 if dtype == torch.float32 else 1e-10
+    new, value = stepper.measured_step(c, 1)
+    assert value.dtype == torch.float64
+    torch.testing.assert_close(value, exact, rtol=rtol, atol=0.0)
+    torch.testing.assert_close(new, stepper.step(c, 1), rtol=0.0, atol=0.0)
+    some, part = stepper.measured_step(c[[2, 0]], 1, torch.tensor([2, 0]))
+    torch.testing.assert_close(part, value[[2, 0]], rtol=rtol, atol=0.0)
+    torch.testing.assert_close(some, new[[2, 0]], rtol=rtol, atol=rtol)
+    # The general path measures nothing: the loop then weighs the centres itself.
+    general = _general(stepper)
+    assert not general.measures and general.measured_step(c, 1)[1] is None

@@ -189,27 +189,37 @@ def project_context(rows: np.ndarray, weight: np.ndarray | None, width: int,
 @torch.no_grad()
 def learned_loop(step: Callable, objective: Callable, z: torch.Tensor, *, schedule: int,
                  max_iter: int, tol: torch.Tensor, rel_tol: float, d: int,
-                 report: Callable | None = None,
+                 measures: bool = False, report: Callable | None = None,
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Learned steps of runs from model-frame centres ``z`` (e, k, w), until each stops:
     one loop for a fit's run (``e`` = 1) and for many problems' runs.
 
-    Every step of the model's ``schedule`` runs (soft steps may raise the objective on
-    the way); after it, a run stops when its squared centre shift (over the first ``d``
+    Every step of the model's schedule runs (soft steps may raise the objective on the
+    way); after it, a run stops when its squared centre shift (over the first ``d``
     features) is within its ``tol`` (e,), when its objective has not improved by a
     relative ``rel_tol`` for :data:`PATIENCE` steps, or after ``max_iter`` steps in all.
     A step that gives non-finite centres stops its run, uncounted.
+
+    Each run's centres are weighed (their objective taken) once, before its next step
+    is kept. With ``measures`` (each step takes the objective at its input on the way:
+    the closed form finds every point's nearest centre for A1), the next step weighs
+    them, and ``objective`` is called only for a run's last centres and for a run that
+    may stall there (so no step is made that the rules would not make); the rules, and
+    so the steps, are the same either way.
 
     Parameters
     ----------
     step : callable
         ``step(z, i, active) -> z``: step ``i`` of the runs ``active`` (None: all) from
-        their centres ``z``.
+        their centres ``z``; with ``measures``, ``-> (z, value)``, ``value`` the
+        objective at the input ``z`` (float64).
     objective : callable
         ``objective(z, active) -> (e_active,)`` float64: the k-means objective of the
         runs ``active`` (None: all) at centres ``z``.
     z : Tensor of shape (e, k, w)
         The start (overwritten with the runs' last centres).
+    measures : bool, default=False
+        Whether ``step`` returns the objective at its input.
     report : callable, optional
         ``report(i, shift, objective, stopped)`` after each step of a single run.
 
@@ -221,37 +231,79 @@ def learned_loop(step: Callable, objective: Callable, z: torch.Tensor, *, schedu
     objective : Tensor of shape (e,)
         The objective at ``best`` (float64).
     """
-    e = z.shape[0]
-    best_z, best = z.clone(), objective(z, None)
-    reference, stalled = best.clone(), torch.zeros_like(best, dtype=torch.long)
-    n_steps = torch.zeros(e, dtype=torch.long, device=z.device)
-    active = torch.arange(e, device=z.device)
+    e, device = z.shape[0], z.device
+    best_z, best = z.clone(), torch.full((e,), torch.inf, dtype=torch.float64, device=device)
+    reference = best.clone()
+    stalled = torch.zeros(e, dtype=torch.long, device=device)
+    n_steps = torch.zeros(e, dtype=torch.long, device=device)
+    shift_in = torch.zeros(e, dtype=torch.float64, device=device)  # for the report
+    patient = max(schedule, 1)  # the weighing after which the patience counts
+
+    def weigh(runs: torch.Tensor, value: torch.Tensor, i: int) -> torch.Tensor:
+        """Take ``value``, the objective of runs ``runs`` at their centres after ``i``
+        steps (the best so far, the patience); returns which runs stall there."""
+        better = value < best[runs]
+        best_z[runs[better]] = z[runs[better]]
+        best[runs[better]] = value[better]
+        if i < patient:  # the schedule runs to its end
+            reference[runs] = best[runs]
+            return torch.zeros_like(better)
+        improved = value < reference[runs] * (1.0 - rel_tol)
+        reference[runs] = torch.where(improved, value, reference[runs])
+        stalled[runs] = torch.where(improved, 0, stalled[runs] + 1)
+        return stalled[runs] >= PATIENCE
+
+    def weighed(runs: torch.Tensor, i: int, value: torch.Tensor | None = None,
+                reason: str | None = None) -> torch.Tensor:
+        """:func:`weigh` of ``runs`` (their objective measured unless given), the
+        report; returns which runs stall."""
+        if value is None:
+            value = objective(z[runs], None if runs.numel() == e else runs)
+        stop = weigh(runs, value, i)
+        if report is not None and i > 0 and runs.numel() and int(runs[0]) == 0:
+            report(i - 1, float(shift_in[0]), float(value[0]),
+                   reason if reason or not bool(stop[0]) else "stalled")
+        return stop
+
+    active = torch.arange(e, device=device)
     for i in range(max_iter):
+        # Centres weighed before the step: all of them unless the step weighs them,
+        # else those whose weighing may stop them (one more stall).
+        first = (torch.ones_like(active, dtype=torch.bool) if not measures else
+                 (stalled[active] == PATIENCE - 1) & (i >= patient))
+        if bool(first.any()):
+            stop = torch.zeros_like(first)
+            stop[first] = weighed(active[first], i)
+            active, first = active[~stop], first[~stop]
         if active.numel() == 0:
             break
         every = active.numel() == e
         new = step(z[active], i, None if every else active)
+        if measures:
+            new, value = new
+            later = ~first
+            if bool(later.any()):
+                stop = torch.zeros_like(later)
+                stop[later] = weighed(active[later], i,
+                                      value if bool(later.all()) else value[later])
+                active, new = active[~stop], new[~stop]
         finite = torch.isfinite(new).all(-1).all(-1)
         shift = (new - z[active])[..., :d].double().square().sum((-1, -2))
         z[active] = torch.where(finite.view(-1, 1, 1), new, z[active])
         n_steps[active] += finite.long()
-        value = objective(z[active], None if every else active)
-        better = finite & (value < best[active])
-        best_z[active[better]] = z[active[better]]
-        best[active[better]] = value[better]
-        if i + 1 < schedule:  # the schedule runs to its end
-            reference[active] = best[active]
-            stop = ~finite
-        else:
-            improved = value < reference[active] * (1.0 - rel_tol)
-            reference[active] = torch.where(improved, value, reference[active])
-            stalled[active] = torch.where(improved, 0, stalled[active] + 1)
-            stop = ~finite | (shift <= tol[active]) | (stalled[active] >= PATIENCE)
-        if report is not None:
-            reason = ("non-finite" if not bool(finite[0]) else None if not bool(stop[0])
-                      else "converged" if bool(shift[0] <= tol[0]) else "stalled")
-            report(i, float(shift[0]), float(value[0]), reason)
-        active = active[~stop]
+        shift_in[active] = shift
+        done = ~finite | ((shift <= tol[active]) if i + 1 >= schedule
+                          else torch.zeros_like(finite))
+        if report is not None and active.numel() and int(active[0]) == 0 and not finite[0]:
+            report(i, float(shift[0]), float("nan"), "non-finite")
+        if bool(done.any()):
+            converged = active[done & finite]
+            if converged.numel():
+                weighed(converged, i + 1, reason="converged")
+            active = active[~done]
+    else:
+        if active.numel():  # the last step's centres
+            weighed(active, max_iter)
     return best_z, n_steps, best
 
 
@@ -268,6 +320,8 @@ def learned_search(stepper: LearnedStepper, objective: Callable, z: torch.Tensor
     Parameters
     ----------
     stepper : LearnedStepper
+        Its :meth:`~skformer.nn.inference.LearnedStepper.measured_step` makes the steps
+        where it :attr:`~skformer.nn.inference.LearnedStepper.measures` the objective.
     objective : callable
         As for :func:`learned_loop`.
     z : Tensor of shape (e, k, w)
@@ -292,9 +346,10 @@ def learned_search(stepper: LearnedStepper, objective: Callable, z: torch.Tensor
     for f in scales:
         if report is not None:
             report(f)
-        step = stepper.scaled(f).step if f != 1.0 else stepper.step
+        scaled = stepper.scaled(f) if f != 1.0 else stepper
+        step = scaled.measured_step if stepper.measures else scaled.step
         found, n, value = learned_loop(step, objective, z.clone(), report=report_step,
-                                       **loop)
+                                       measures=stepper.measures, **loop)
         if best is None:
             best_z, n_steps, best = found, n, value
             chosen = torch.full_like(value, f, dtype=torch.float64)

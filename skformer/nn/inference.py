@@ -125,6 +125,11 @@ class LearnedStepper:
         scales = selector_scales(model)
         self.closed = None if scales is None else SelectorStep(model, prepared, weight, scales)
 
+    @property
+    def measures(self) -> bool:
+        """Whether :meth:`measured_step` gives the objective (the closed form)."""
+        return self.closed is not None
+
     def scaled(self, factor: float) -> LearnedStepper:
         """This stepper with every step's inverse temperatures (A1's, A3's and A4's)
         multiplied by ``factor``: sharper attention for ``factor > 1``. It shares the
@@ -157,12 +162,36 @@ class LearnedStepper:
         """One learned step from centres ``c`` (b, k, d) (the model frame) of the
         prepared problems, or of those at the indices ``problems`` (b,); returns the new
         centres (b, k, d). A problem's step does not depend on the others in the batch."""
+        return self.measured_step(c, step, problems, measure=False)[0]
+
+    @torch.no_grad()
+    def measured_step(self, c: torch.Tensor, step: int = 0,
+                      problems: torch.Tensor | None = None, *, measure: bool = True
+                      ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """:meth:`step`, and the k-means objective of the points (b,) float64 at ``c``
+        where the step finds it on the way: the closed form (:attr:`closed`) measures
+        each point's nearest distance for A1; None for any other model.
+
+        Examples
+        --------
+        >>> import torch
+        >>> from skformer.nn import LearnedKMeansModel
+        >>> from skformer.nn.streaming import prepare_points
+        >>> model = LearnedKMeansModel.from_exact(2, 3, scale=4.0).eval()
+        >>> x = torch.rand(1, 500, 2); c = x[:, :3]
+        >>> new, value = LearnedStepper(model, prepare_points(model, x)).measured_step(c)
+        >>> exact = torch.cdist(x, c).square().amin(-1).double().sum(-1)
+        >>> new.shape, torch.allclose(value, exact, rtol=1e-4)
+        (torch.Size([1, 3, 2]), True)
+        """
         e, d = self.e, self.d
         t1, t3, t4 = self.temperatures[min(int(step), len(self.temperatures) - 1)]
         p, weight = self.prepared, self.weight
         size = self.step_sizes[min(int(step), len(self.step_sizes) - 1)]
         if self.closed is not None:
-            return self.closed.step(c, (t1, t3, t4), size, problems)
+            if measure:
+                return self.closed.step(c, (t1, t3, t4), size, problems, measure=True)
+            return self.closed.step(c, (t1, t3, t4), size, problems), None
         if problems is not None:
             p = p._replace(**{f: None if v is None else v[problems]
                               for f, v in p._asdict().items()})
@@ -181,4 +210,4 @@ class LearnedStepper:
         among = distance_attention(q4, k4, v4, gamma=a4.inverse_temperature(q4, k4, t4),
                                    activation=a4.activation, tie_break=a4.tie_break)
         move = (update + among)[..., :d]
-        return c + (move if size == 1.0 else size * move)
+        return c + (move if size == 1.0 else size * move), None

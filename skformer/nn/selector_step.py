@@ -163,7 +163,7 @@ class SelectorStep:
         From :func:`~skformer.nn.streaming.prepare_points` of that model, with the keys
         and values, shapes (b, n, e).
     weight : Tensor of shape (b, n) or None
-        The points' weights as A3's keys.
+        The points' weights as A3's keys (and in the objective :meth:`step` measures).
     scales : SelectorScales
 
     Examples
@@ -190,6 +190,7 @@ class SelectorStep:
         x = prepared.keys_values[..., e : e + d]
         self.x1 = torch.cat([x, x.new_ones((*x.shape[:-1], 1))], -1).contiguous()
         self.x_sq = x.square().sum(-1)  # (b, n)
+        self.weight = weight
         self.log_w = None if weight is None else torch.where(
             weight > 0, weight.log(), -math.inf).to(dtype)
         # A1's normaliser (mean_nearest_sqdist) on the points themselves: their weights,
@@ -264,17 +265,21 @@ class SelectorStep:
 
     @torch.no_grad()
     def step(self, c: torch.Tensor, temperatures: tuple[float, float, float],
-             size: float, problems: torch.Tensor | None = None) -> torch.Tensor:
+             size: float, problems: torch.Tensor | None = None, *,
+             measure: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """One step from centres ``c`` (b, k, d) of the prepared problems, or of those at
         the indices ``problems`` (b,), at the multipliers ``temperatures`` of A1's, A3's
         and A4's inverse temperatures and the step size ``size``; returns the new
-        centres (b, k, d)."""
+        centres (b, k, d), and with ``measure`` also the k-means objective of the points
+        at ``c`` (b,) float64: ``sum_i w_i min_j ||x_i - c_j||^2``, from the nearest
+        distances A1 finds (float products, a float64 sum)."""
         t1, t3, t4 = temperatures
         s, d, e = self.scales, self.d, self.e
-        x1, x_sq, log_w = self.x1, self.x_sq, self.log_w
+        x1, x_sq, log_w, weight = self.x1, self.x_sq, self.log_w, self.weight
         if problems is not None:
             x1, x_sq = x1[problems], x_sq[problems]
             log_w = None if log_w is None else log_w[problems]
+            weight = None if weight is None else weight[problems]
         cpu = c.device.type == "cpu"
         n = x1.shape[1]
         buffer = self._buffer((c.shape[0], c.shape[1], n), c)
@@ -284,6 +289,10 @@ class SelectorStep:
         dist = _mm(cc, x1.transpose(1, 2), out=buffer)
         low = dist.amin(1, keepdim=True)  # (b, 1, n)
         nearest = (low[:, 0] + x_sq).clamp_min(0.0)
+        value = None
+        if measure:
+            value = (nearest.double() if weight is None
+                     else nearest.double() * weight.double()).sum(-1)
         g1 = self._a1_gamma(c, nearest, t1, problems) * s.a1**2 / math.sqrt(e)
         if isinstance(g1, torch.Tensor):
             g1 = g1.to(dist.dtype).view(-1, 1, 1)
@@ -318,7 +327,8 @@ class SelectorStep:
             normal = (mass >= least) & torch.isfinite(sums).all(-1)
             update = self._exact_a3(update, ~normal, soft, g3, log_w, x1, cpu)
         move = update - _mm(self._a4(t4, c.dtype), c)
-        return c + (move if size == 1.0 else size * move)
+        new = c + (move if size == 1.0 else size * move)
+        return (new, value) if measure else new
 
     def _exact_a3(self, update, redo, soft, g3, log_w, x1, cpu):
         """``update`` (b, k, d) with the centres ``redo`` (b, k) computed from their
