@@ -162,11 +162,11 @@ class LearnedStepper:
         """One learned step from centres ``c`` (b, k, d) (the model frame) of the
         prepared problems, or of those at the indices ``problems`` (b,); returns the new
         centres (b, k, d). A problem's step does not depend on the others in the batch."""
-        return self.measured_step(c, step, problems, measure=False)[0]
+        return self._step(c, step, problems, False)[0]
 
     @torch.no_grad()
     def measured_step(self, c: torch.Tensor, step: int = 0,
-                      problems: torch.Tensor | None = None, *, measure: bool = True
+                      problems: torch.Tensor | None = None
                       ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """:meth:`step`, and the k-means objective of the points (b,) float64 at ``c``
         where the step finds it on the way: the closed form (:attr:`closed`) measures
@@ -184,6 +184,10 @@ class LearnedStepper:
         >>> new.shape, torch.allclose(value, exact, rtol=1e-4)
         (torch.Size([1, 3, 2]), True)
         """
+        return self._step(c, step, problems, True)
+
+    def _step(self, c: torch.Tensor, step: int, problems: torch.Tensor | None,
+              measure: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
         e, d = self.e, self.d
         t1, t3, t4 = self.temperatures[min(int(step), len(self.temperatures) - 1)]
         p, weight = self.prepared, self.weight
