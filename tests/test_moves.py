@@ -105,6 +105,40 @@ def test_breathe_out_stops_freezing_when_too_few_would_stay_free():
     np.testing.assert_array_equal(breathe_out(c, costs, 3), [1])
 
 
+def _breathe_out_literally(c, utility, m):
+    """Fritzke's breathe-out, written out: pair by pair distances, loops, sets."""
+    n = len(c)
+    nearest = []
+    for i in range(n):
+        d2 = [sum((float(a) - float(b)) ** 2 for a, b in zip(c[i], c[j], strict=True))
+              if j != i else np.inf for j in range(n)]
+        nearest.append(int(np.argmin(d2)))
+    removed, frozen = [], set()
+    for j in sorted(range(n), key=lambda j: (utility[j], j)):
+        if j in frozen:
+            continue
+        removed.append(j)
+        if len(frozen) + m < n:
+            frozen.add(nearest[j])
+        if len(removed) == m:
+            break
+    return [j for j in range(n) if j not in removed]
+
+
+@pytest.mark.parametrize("d", [1, 3, 12, 58])
+@pytest.mark.parametrize("m", [1, 5, 20])
+def test_breathe_out_is_the_literal_algorithm(rng, d, m):
+    # Centres on a coarse grid (ties among distances) and utilities with ties: the first
+    # of equal utilities goes first, and the first of equally near neighbours is frozen.
+    c = rng.integers(0, 4, (30, d)).astype(np.float64)
+    utility = rng.integers(0, 6, 30).astype(np.float64)
+    costs = CentreCosts(np.zeros(30), utility)
+    np.testing.assert_array_equal(breathe_out(c, costs, m),
+                                  _breathe_out_literally(c, utility, m))
+    np.testing.assert_array_equal(breathe_out(c.astype(np.float32), costs, m),
+                                  _breathe_out_literally(c.astype(np.float32), utility, m))
+
+
 # ------------------------------------------------------------------ the search, oracle
 
 
