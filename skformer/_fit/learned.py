@@ -279,14 +279,12 @@ def learned_loop(step: Callable, objective: Callable, z: torch.Tensor, *, schedu
             break
         every = active.numel() == e
         new = step(z[active], i, None if every else active)
-        if measures:
+        if measures:  # the rest are weighed by their step; none of them can stall
+            # there, since a run one stall from the end was weighed before it
             new, value = new
             later = ~first
             if bool(later.any()):
-                stop = torch.zeros_like(later)
-                stop[later] = weighed(active[later], i,
-                                      value if bool(later.all()) else value[later])
-                active, new = active[~stop], new[~stop]
+                weighed(active[later], i, value if bool(later.all()) else value[later])
         finite = torch.isfinite(new).all(-1).all(-1)
         shift = (new - z[active])[..., :d].double().square().sum((-1, -2))
         z[active] = torch.where(finite.view(-1, 1, 1), new, z[active])
