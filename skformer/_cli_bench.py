@@ -78,6 +78,11 @@ _BENCHMARKS = {
         "n_init curve, Breathing K-Means and faiss on Fritzke's data sets and chosen ones "
         "(gap to the best inertia known, time)",
     ),
+    "swaps": (
+        "benchmarks.anchors.swaps",
+        "how far a perfect move proposer would take the learned mode: every swap tried "
+        "from its end, the gaps after each and their ranks under Fritzke's rule",
+    ),
 }
 
 NO_CHECKOUT_STATUS = 3
