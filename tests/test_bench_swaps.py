@@ -58,6 +58,19 @@ def test_best_swap_moves_the_spare_centre_to_the_empty_group(global_random_seed)
     assert step.neighbour_rank in _ranks(between, between[step.removed])
 
 
+def test_best_swap_among_the_nearest_centres(global_random_seed):
+    rng = np.random.default_rng(global_random_seed)
+    X = _three_groups(rng)
+    lloyd = swaps.DenseLloyd(X)
+    _, best = lloyd.run(np.array([[0.0], [30.0], [60.0]]), 300)
+    start, _ = lloyd.run(np.array([[-0.8], [0.8], [45.0]]), 300)
+    # one swap per split centre: its nearest other centre goes
+    new, step, screened = swaps.best_swap(lloyd, start, rng, nearest=1)
+    assert screened == 3 and step.neighbour_rank == 0
+    assert (step.removed, step.beside) == (int(np.argmax(start[:2, 0])), 2)
+    assert step.inertia == pytest.approx(best, rel=1e-9)
+
+
 def _ranks(values, v, rel=1e-9):
     """The ranks ``v`` may take among ``values`` in increasing order: the two symmetric
     centres tie up to rounding, which the two distance formulas round apart."""
@@ -109,6 +122,7 @@ def test_quick_run_end_to_end(tmp_path, capsys):
     (["--datasets", "nope"], "unknown data set 'nope'"),
     (["--seeds", "0"], "must be >= 1"),
     (["--rounds", "0"], "must be >= 1"),
+    (["--nearest", "0"], "must be >= 1"),
 ])
 def test_cli_rejects_bad_options(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:

@@ -136,11 +136,12 @@ def _ranks(values: np.ndarray) -> np.ndarray:
 
 
 def best_swap(lloyd: DenseLloyd, c: np.ndarray, rng: np.random.Generator, *,
-              screen_steps: int = 3, finalists: int = 8,
-              max_steps: int = 300) -> tuple[np.ndarray, SwapStep | None, int]:
+              screen_steps: int = 3, finalists: int = 8, max_steps: int = 300,
+              nearest: int | None = None) -> tuple[np.ndarray, SwapStep | None, int]:
     """The best swap from ``c`` (k, d) that lowers the inertia, if any.
 
-    Every swap (remove ``i``, add beside ``j``, for ``j`` with two rows or more) runs
+    Every swap (remove ``i``, add beside ``j``, for ``j`` with two rows or more; with
+    ``nearest``, ``i`` only among the ``nearest`` centres nearest ``j``) runs
     ``screen_steps`` Lloyd steps; the ``finalists`` lowest run to a fixed point (at most
     ``max_steps``). Returns the new centres (``c`` where no swap helps), the step (None
     where none helps) and the number of swaps screened.
@@ -154,22 +155,24 @@ def best_swap(lloyd: DenseLloyd, c: np.ndarray, rng: np.random.Generator, *,
     ([0.1, 5.1, 10.1], 0.06, 2)
     """
     k = len(c)
-    labels, nearest, d = lloyd.assign(c)
-    start = float(nearest.sum())
+    labels, own, d = lloyd.assign(c)
+    start = float(own.sum())
     counts = np.bincount(labels, minlength=k)
-    error = np.bincount(labels, weights=nearest, minlength=k)
+    error = np.bincount(labels, weights=own, minlength=k)
     second = d.copy()
     second[np.arange(lloyd.n), labels] = np.inf
-    utility = np.bincount(labels, weights=second.min(1) - nearest, minlength=k)
+    utility = np.bincount(labels, weights=second.min(1) - own, minlength=k)
     spread = np.sqrt(error / np.maximum(counts, 1) / c.shape[1])
+    between = ((c[:, None] - c[None]) ** 2).sum(-1)
+    np.fill_diagonal(between, np.inf)
     screened = []
     for j in np.flatnonzero(counts >= 2).tolist():
         new = c[j] + rng.normal(scale=OFFSET * spread[j] + 1e-12, size=c.shape[1])
-        for i in range(k):
-            if i != j:
-                trial = c.copy()
-                trial[i] = new
-                screened.append((lloyd.run(trial, screen_steps)[1], i, j, new))
+        others = np.argsort(between[j], kind="stable")[:k - 1]
+        for i in others[:nearest].tolist():
+            trial = c.copy()
+            trial[i] = new
+            screened.append((lloyd.run(trial, screen_steps)[1], i, j, new))
     order = sorted(range(len(screened)), key=lambda t: screened[t][0])
     best_c, best_inertia, best = c, start, None
     for rank, t in enumerate(order[:finalists]):
@@ -178,18 +181,17 @@ def best_swap(lloyd: DenseLloyd, c: np.ndarray, rng: np.random.Generator, *,
         trial[i] = new
         ended, inertia = lloyd.run(trial, max_steps)
         if inertia < best_inertia * (1.0 - 1e-9):
-            between = ((c - c[j]) ** 2).sum(1)
-            between[j] = np.inf
             best_c, best_inertia = ended, inertia
             best = SwapStep(inertia, i, j, int(_ranks(-error)[j]), int(_ranks(utility)[i]),
-                            int(_ranks(between)[i]), rank)
+                            int(_ranks(between[j])[i]), rank)
     return best_c, best, len(screened)
 
 
 def swap_search(X: np.ndarray, c: np.ndarray, *, rounds: int, rng: np.random.Generator,
-                screen_steps: int = 3, finalists: int = 8) -> tuple[np.ndarray, SwapSearch]:
-    """Up to ``rounds`` best swaps (:func:`best_swap`) from ``c``, greedily; stops at the
-    first round where none lowers the inertia.
+                screen_steps: int = 3, finalists: int = 8,
+                nearest: int | None = None) -> tuple[np.ndarray, SwapSearch]:
+    """Up to ``rounds`` best swaps (:func:`best_swap`, with its ``nearest``) from ``c``,
+    greedily; stops at the first round where none lowers the inertia.
 
     Examples
     --------
@@ -205,7 +207,7 @@ def swap_search(X: np.ndarray, c: np.ndarray, *, rounds: int, rng: np.random.Gen
     search = SwapSearch(float(lloyd.assign(c)[1].sum()))
     for _ in range(rounds):
         c, step, screened = best_swap(lloyd, c, rng, screen_steps=screen_steps,
-                                      finalists=finalists)
+                                      finalists=finalists, nearest=nearest)
         search.candidates += screened
         if step is None:
             break
@@ -234,6 +236,9 @@ def _parser() -> argparse.ArgumentParser:
                    + ", ".join(DEFAULT_SETS) + ")")
     p.add_argument("--seeds", type=int, default=None, help="seeds 0..S-1 (default 3)")
     p.add_argument("--rounds", type=int, default=None, help="swaps per start (default 3)")
+    p.add_argument("--nearest", type=int, default=None, metavar="N",
+                   help="remove only one of the N centres nearest the one split (default: "
+                   "any centre): the k N swaps of a local proposer")
     p.add_argument("--fritzke-data", metavar="DIR", help="the folder of Fritzke's data sets")
     p.add_argument("--best-known", metavar="JSON", default=str(RESULTS),
                    help="anchors results whose lowest inertia per set is the best known "
@@ -285,8 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     seeds = args.seeds if args.seeds is not None else (1 if args.quick else 3)
     rounds = args.rounds if args.rounds is not None else (1 if args.quick else 3)
-    if seeds < 1 or rounds < 1 or args.threads < 1:
-        parser.error("--seeds, --rounds and --threads must be >= 1")
+    if min(seeds, rounds, args.threads, 1 if args.nearest is None else args.nearest) < 1:
+        parser.error("--seeds, --rounds, --threads and --nearest must be >= 1")
     try:
         sets = select(args.datasets or (("digits-k10",) if args.quick else DEFAULT_SETS))
     except ValueError as exc:
@@ -313,9 +318,11 @@ def main(argv: list[str] | None = None) -> int:
                                           random_state=seed).fit(X)
                 fit_seconds = time.perf_counter() - t0
                 _, search = swap_search(X, model.cluster_centers_, rounds=rounds,
-                                        rng=np.random.default_rng(seed))
+                                        rng=np.random.default_rng(seed),
+                                        nearest=args.nearest)
                 records.append(_record(s, seed, fit_seconds, float(model.inertia_), search))
-                write_records(args.out, {"best_known": best, "records": records})
+                write_records(args.out, {"best_known": best, "nearest": args.nearest,
+                                         "records": records})
             if s.name not in best:
                 best[s.name] = min(min([r["start_inertia"]] + [t["inertia"] for t in r["steps"]])
                                    for r in records if r["dataset"] == s.name)
@@ -323,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
                       "lowest inertia", flush=True)
             print(_summary([r for r in records if r["dataset"] == s.name], best, rounds)[0],
                   flush=True)
-    write_records(args.out, {"best_known": best, "records": records})
+    write_records(args.out, {"best_known": best, "nearest": args.nearest,
+                             "records": records})
     return 0
 
 
