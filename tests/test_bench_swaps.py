@@ -23,6 +23,16 @@ def _three_groups(rng, n=60):
     return np.concatenate([c + rng.normal(size=(n, 1)) for c in (0.0, 30.0, 60.0)])
 
 
+def _spare_centre(rng):
+    """Three groups; the optimum's inertia; and a fixed point of Lloyd's steps that no
+    local step leaves: two centres in the first group, one between the others."""
+    X = _three_groups(rng)
+    lloyd = swaps.DenseLloyd(X)
+    _, best = lloyd.run(np.array([[0.0], [30.0], [60.0]]), 300)
+    start, _ = lloyd.run(np.array([[-0.8], [0.8], [45.0]]), 300)
+    return X, lloyd, best, start
+
+
 def test_dense_lloyd_matches_the_numpy_oracle(global_random_seed):
     rng = np.random.default_rng(global_random_seed)
     X = rng.normal(size=(300, 4))
@@ -35,12 +45,7 @@ def test_dense_lloyd_matches_the_numpy_oracle(global_random_seed):
 
 def test_best_swap_moves_the_spare_centre_to_the_empty_group(global_random_seed):
     rng = np.random.default_rng(global_random_seed)
-    X = _three_groups(rng)
-    lloyd = swaps.DenseLloyd(X)
-    optimum, best = lloyd.run(np.array([[0.0], [30.0], [60.0]]), 300)
-    # two centres in the first group, one between the others: a fixed point of Lloyd's
-    # steps that no local step leaves
-    start, _ = lloyd.run(np.array([[-0.8], [0.8], [45.0]]), 300)
+    X, lloyd, best, start = _spare_centre(rng)
     new, step, screened = swaps.best_swap(lloyd, start, rng)
     assert screened == 3 * 2 and step is not None
     assert step.inertia == pytest.approx(best, rel=1e-9)
@@ -60,10 +65,7 @@ def test_best_swap_moves_the_spare_centre_to_the_empty_group(global_random_seed)
 
 def test_best_swap_among_the_nearest_centres(global_random_seed):
     rng = np.random.default_rng(global_random_seed)
-    X = _three_groups(rng)
-    lloyd = swaps.DenseLloyd(X)
-    _, best = lloyd.run(np.array([[0.0], [30.0], [60.0]]), 300)
-    start, _ = lloyd.run(np.array([[-0.8], [0.8], [45.0]]), 300)
+    _, lloyd, best, start = _spare_centre(rng)
     # one swap per split centre: its nearest other centre goes
     new, step, screened = swaps.best_swap(lloyd, start, rng, nearest=1)
     assert screened == 3 and step.neighbour_rank == 0
