@@ -18,7 +18,9 @@ one split).
 
 Run ``skformer bench swaps --fritzke-data DIR`` (the sets where the learned mode's median
 gap was above 0.2 % in ``benchmarks/results/anchors.json``, 3 seeds, 3 swaps);
-``--quick`` runs a tiny set in seconds. The best inertia known per set is read from the
+``--nearest N`` screens only the swaps that remove one of the ``N`` centres nearest the
+split one (``k N``: what a local proposer would keep); ``--quick`` runs a tiny set in
+seconds. The best inertia known per set is read from the
 anchors' results (``--best-known``); a set missing there is judged against the lowest
 inertia of this run.
 """
