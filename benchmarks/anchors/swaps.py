@@ -37,10 +37,12 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.spatial.distance import cdist
 
 from benchmarks._records import write_records
 from benchmarks.anchors.data import available, fritzke_folder, select, tiny
 from benchmarks.anchors.runs import limit_all_threads
+from skformer.reference import centre_costs
 
 __all__ = ["DEFAULT_SETS", "SwapSearch", "SwapStep", "best_swap", "main", "swap_search"]
 
@@ -73,11 +75,11 @@ class DenseLloyd:
         d = self._xx[:, None] - 2.0 * (self.X @ c.T) + np.einsum("ij,ij->i", c, c)[None]
         return np.maximum(d, 0.0, out=d)
 
-    def assign(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Labels (n,), the nearest squared distances (n,) and all of them (n, k)."""
+    def assign(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Labels (n,) and the nearest squared distances (n,)."""
         d = self.distances(c)
         labels = d.argmin(1)
-        return labels, d[self._rows, labels], d
+        return labels, d[self._rows, labels]
 
     def means(self, c: np.ndarray, labels: np.ndarray) -> np.ndarray:
         """Each cluster's mean; an empty cluster keeps its centre."""
@@ -94,7 +96,7 @@ class DenseLloyd:
         falling; the centres and their inertia."""
         last = np.inf
         for _ in range(max_steps):
-            labels, nearest, _ = self.assign(c)
+            labels, nearest = self.assign(c)
             inertia = float(nearest.sum())
             if inertia >= last * (1.0 - 1e-12):
                 return c, inertia
@@ -157,15 +159,13 @@ def best_swap(lloyd: DenseLloyd, c: np.ndarray, rng: np.random.Generator, *,
     ([0.1, 5.1, 10.1], 0.06, 2)
     """
     k = len(c)
-    labels, own, d = lloyd.assign(c)
+    labels, own = lloyd.assign(c)
     start = float(own.sum())
     counts = np.bincount(labels, minlength=k)
-    error = np.bincount(labels, weights=own, minlength=k)
-    second = d.copy()
-    second[np.arange(lloyd.n), labels] = np.inf
-    utility = np.bincount(labels, weights=second.min(1) - own, minlength=k)
+    # once per round, beside the k (k - 1) screened runs: the package's own definitions
+    error, utility = centre_costs(lloyd.X, c)
     spread = np.sqrt(error / np.maximum(counts, 1) / c.shape[1])
-    between = ((c[:, None] - c[None]) ** 2).sum(-1)
+    between = cdist(c, c, "sqeuclidean")
     np.fill_diagonal(between, np.inf)
     screened = []
     for j in np.flatnonzero(counts >= 2).tolist():
